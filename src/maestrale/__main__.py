@@ -1,0 +1,3 @@
+from maestrale.cli import main
+
+raise SystemExit(main())

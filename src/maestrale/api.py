@@ -1,0 +1,13 @@
+"""The /v1 router: every domain router, alphabetically."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from maestrale.admin.router import router as admin_router
+from maestrale.catalog.router import router as catalog_router
+
+api_router = APIRouter(prefix="/v1")
+api_router.include_router(catalog_router)
+# Last: its catch-all must not shadow any other route.
+api_router.include_router(admin_router)

@@ -1,0 +1,157 @@
+"""create_app(): routers, middleware, error handlers, and the lifespan that owns the database,
+the engines, the key cache and the in-process worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy import text
+
+from maestrale import __version__
+from maestrale.api import api_router
+from maestrale.catalog.config import load_catalog
+from maestrale.config import Settings
+from maestrale.core.auth.bootstrap import bootstrap
+from maestrale.core.auth.cache import KeyCache
+from maestrale.core.auth.repository import KeyRepository
+from maestrale.core.blobs import LocalBlobStore
+from maestrale.core.db import Database
+from maestrale.core.errors import install_error_handlers
+from maestrale.core.metrics import Metrics
+from maestrale.core.middleware import RequestContextMiddleware
+from maestrale.core.migrate import upgrade_async
+from maestrale.engines.registry import EngineRegistry
+from maestrale.jobs import build_registry
+
+log = logging.getLogger("maestrale")
+
+KEY_USAGE_FLUSH_SECONDS = 30.0
+
+
+async def _flush_key_usage(app: FastAPI) -> None:
+    cache: KeyCache = app.state.key_cache
+    last_used = cache.take_last_used()
+    if last_used:
+        async with app.state.db.session() as session:
+            await KeyRepository(session).touch(last_used)
+
+
+async def _key_usage_loop(app: FastAPI) -> None:
+    while True:
+        await asyncio.sleep(KEY_USAGE_FLUSH_SECONDS)
+        try:
+            await _flush_key_usage(app)
+        except Exception:
+            log.exception("could not record key usage")
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    url = settings.resolved_database_url
+    if settings.auto_migrate:
+        await upgrade_async(url)
+    db = Database(url, pool_size=settings.database_pool_size)
+    app.state.db = db
+    app.state.engines = EngineRegistry(load_catalog(settings.models))
+    app.state.blobs = LocalBlobStore(settings.resolved_blob_dir)
+    app.state.job_registry = build_registry()
+    async with db.session() as session:
+        created = await bootstrap(
+            session,
+            api_key=_secret(settings.bootstrap_api_key),
+            admin_key=_secret(settings.bootstrap_admin_key),
+            keys_file=settings.data_dir / "bootstrap-keys",
+        )
+    if created is not None:
+        log.info("created the default organization and workspace %s", created.workspace_id)
+
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(_key_usage_loop(app), name="key-usage")]
+    if settings.worker:
+        from maestrale.core.jobs.runner import run_worker
+
+        tasks.append(
+            asyncio.create_task(
+                run_worker(
+                    db,
+                    app.state.job_registry,
+                    concurrency=settings.worker_concurrency,
+                    lease_seconds=settings.job_lease_seconds,
+                    poll_seconds=settings.job_poll_seconds,
+                    stop=stop,
+                ),
+                name="worker",
+            )
+        )
+    # Objects that live as long as the process never need scanning by the cyclic collector:
+    # freezing them keeps full collections short on the request path.
+    if settings.gc_freeze:
+        gc.collect()
+        gc.freeze()
+    try:
+        yield
+    finally:
+        stop.set()
+        for task in tasks:
+            if task.get_name() != "worker":
+                task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        with contextlib.suppress(Exception):
+            await _flush_key_usage(app)
+        await app.state.engines.aclose()
+        await db.dispose()
+
+
+def _secret(value: object) -> str | None:
+    getter = getattr(value, "get_secret_value", None)
+    return getter() if getter else None
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    app = FastAPI(
+        title="Maestrale",
+        version=__version__,
+        description="Open, self-hosted AI platform server, wire-compatible with the official SDKs.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.key_cache = KeyCache(settings.auth_cache_ttl)
+    app.state.metrics = Metrics()
+    install_error_handlers(app)
+    app.include_router(api_router)
+
+    @app.get("/health", tags=["service"])
+    async def health(request: Request) -> JSONResponse:
+        """Liveness and database reachability; no key needed."""
+        try:
+            async with request.app.state.db.sessionmaker() as session:
+                await session.execute(text("SELECT 1"))
+        except Exception:
+            log.exception("health check: database unreachable")
+            return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @app.get("/metrics", tags=["service"], include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        """Prometheus metrics: request counts and latency histograms by route and status."""
+        registry: Metrics = request.app.state.metrics
+        return Response(registry.render(), media_type=registry.content_type)
+
+    app.add_middleware(
+        RequestContextMiddleware,
+        metrics=app.state.metrics,
+        max_request_bytes=settings.max_request_bytes,
+    )
+    return app

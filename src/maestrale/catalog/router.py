@@ -1,0 +1,74 @@
+"""The /v1/models group: list, read and delete models; rename, archive and unarchive fine-tuned
+models."""
+
+from __future__ import annotations
+
+from fastapi import Query
+
+from maestrale.catalog.schemas import (
+    FineTunedModelOut,
+    ModelArchived,
+    ModelCard,
+    ModelDeleted,
+    ModelList,
+    ModelUpdate,
+)
+from maestrale.catalog.service import models
+from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.routing import DbSession, domain_router
+from maestrale.engines.dependencies import Engines
+
+router = domain_router(tags=["models"])
+
+
+@router.get("/models", response_model=ModelList, response_model_exclude_none=False)
+async def list_models(
+    session: DbSession,
+    tenant: CurrentTenant,
+    engines: Engines,
+    provider: str | None = Query(default=None, max_length=200),
+    model: str | None = Query(default=None, max_length=200),
+) -> ModelList:
+    """List the base models of the catalog and the workspace's fine-tuned models."""
+    cards = await models.list(session, tenant, engines, provider=provider, model=model)
+    return ModelList(data=cards)
+
+
+@router.get("/models/{model_id:path}", response_model=ModelCard)
+async def retrieve_model(
+    model_id: str, session: DbSession, tenant: CurrentTenant, engines: Engines
+) -> ModelCard:
+    """Read one model card, by id or alias (`type` tells base from fine-tuned)."""
+    return await models.get(session, tenant, engines, model_id)
+
+
+@router.delete("/models/{model_id:path}", response_model=ModelDeleted)
+async def delete_model(
+    model_id: str, session: DbSession, tenant: CurrentTenant, engines: Engines
+) -> ModelDeleted:
+    """Delete a fine-tuned model of the workspace. Base models cannot be deleted (400)."""
+    return await models.delete(session, tenant, engines, model_id)
+
+
+@router.patch("/fine_tuning/models/{model_id:path}", response_model=FineTunedModelOut)
+async def update_fine_tuned_model(
+    model_id: str, body: ModelUpdate, session: DbSession, tenant: CurrentTenant, engines: Engines
+) -> FineTunedModelOut:
+    """Rename or re-describe a fine-tuned model."""
+    return await models.update(session, tenant, engines, model_id, body)
+
+
+@router.post("/fine_tuning/models/{model_id:path}/archive", response_model=ModelArchived)
+async def archive_fine_tuned_model(
+    model_id: str, session: DbSession, tenant: CurrentTenant, engines: Engines
+) -> ModelArchived:
+    """Archive a fine-tuned model."""
+    return await models.set_archived(session, tenant, engines, model_id, True)
+
+
+@router.delete("/fine_tuning/models/{model_id:path}/archive", response_model=ModelArchived)
+async def unarchive_fine_tuned_model(
+    model_id: str, session: DbSession, tenant: CurrentTenant, engines: Engines
+) -> ModelArchived:
+    """Unarchive a fine-tuned model."""
+    return await models.set_archived(session, tenant, engines, model_id, False)

@@ -1,0 +1,183 @@
+"""Business rules of the models group: base cards come from the catalog and cannot be changed;
+fine-tuned models belong to a workspace and can be renamed, archived and deleted."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from maestrale.catalog.config import CARD_CAPABILITIES, ModelSpec
+from maestrale.catalog.repository import FineTunedModelRepository
+from maestrale.catalog.schemas import (
+    BaseModelCard,
+    FineTunedModelCapabilities,
+    FineTunedModelOut,
+    FTModelCard,
+    ModelArchived,
+    ModelCapabilities,
+    ModelCard,
+    ModelDeleted,
+    ModelUpdate,
+)
+from maestrale.catalog.tables import FineTunedModel
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.clock import unix
+from maestrale.core.errors import BadRequest, NotFound
+from maestrale.engines.registry import EngineRegistry
+
+
+class ModelNotFound(NotFound):
+    code = "model_not_found"
+
+
+class BaseModelImmutable(BadRequest):
+    code = "base_model_immutable"
+
+
+def base_card(spec: ModelSpec) -> BaseModelCard:
+    flags = {cap: spec.has(cap) for cap in CARD_CAPABILITIES}
+    return BaseModelCard(
+        id=spec.id,
+        created=spec.created,
+        owned_by=spec.owned_by,
+        name=spec.name or spec.id,
+        description=spec.description,
+        max_context_length=spec.max_context_length,
+        aliases=spec.aliases,
+        deprecation=spec.deprecation,
+        deprecation_replacement_model=spec.deprecation_replacement_model,
+        default_model_temperature=spec.default_model_temperature,
+        capabilities=ModelCapabilities(**flags),
+    )
+
+
+def _ft_capabilities(row: FineTunedModel) -> FineTunedModelCapabilities:
+    return FineTunedModelCapabilities.model_validate(row.capabilities or {})
+
+
+def ft_card(row: FineTunedModel) -> FTModelCard:
+    caps = _ft_capabilities(row)
+    return FTModelCard(
+        id=row.id,
+        created=unix(row.created_at),
+        owned_by=row.organization_id,
+        name=row.name,
+        description=row.description,
+        max_context_length=row.max_context_length,
+        capabilities=ModelCapabilities(**caps.model_dump()),
+        job=row.job,
+        root=row.root,
+        root_version=row.root_version,
+        archived=row.archived,
+        workspace_id=row.workspace_id,
+        model_type=row.model_type,
+    )
+
+
+def ft_model(row: FineTunedModel) -> FineTunedModelOut:
+    return FineTunedModelOut(
+        id=row.id,
+        created=unix(row.created_at),
+        owned_by=row.organization_id,
+        workspace_id=row.workspace_id,
+        root=row.root,
+        root_version=row.root_version,
+        archived=row.archived,
+        name=row.name,
+        description=row.description,
+        max_context_length=row.max_context_length,
+        job=row.job,
+        model_type="classifier" if row.model_type == "classifier" else "completion",
+        capabilities=_ft_capabilities(row),
+        classifier_targets=row.classifier_targets if row.model_type == "classifier" else None,
+    )
+
+
+class ModelService:
+    async def list(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        registry: EngineRegistry,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> list[ModelCard]:
+        cards: list[ModelCard] = [base_card(spec) for spec in registry.specs]
+        cards.extend(
+            ft_card(row) for row in await FineTunedModelRepository(session, tenant).list_all()
+        )
+        if provider:
+            cards = [card for card in cards if card.owned_by == provider]
+        if model:
+            cards = [card for card in cards if card.id == model or model in card.aliases]
+        return cards
+
+    async def _fine_tuned(
+        self, session: AsyncSession, tenant: Tenant, model_id: str
+    ) -> FineTunedModel:
+        row = await FineTunedModelRepository(session, tenant).get(model_id)
+        if row is None:
+            raise ModelNotFound(f"model {model_id!r} not found", param="model_id")
+        return row
+
+    async def _mutable(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        registry: EngineRegistry,
+        model_id: str,
+        verb: str,
+    ) -> FineTunedModel:
+        if registry.resolve(model_id) is not None:
+            raise BaseModelImmutable(
+                f"model {model_id!r} is a base model of the catalog and cannot be {verb}; "
+                "only fine-tuned models can",
+                param="model_id",
+            )
+        return await self._fine_tuned(session, tenant, model_id)
+
+    async def get(
+        self, session: AsyncSession, tenant: Tenant, registry: EngineRegistry, model_id: str
+    ) -> ModelCard:
+        resolved = registry.resolve(model_id)
+        if resolved is not None:
+            return base_card(resolved.spec)
+        return ft_card(await self._fine_tuned(session, tenant, model_id))
+
+    async def delete(
+        self, session: AsyncSession, tenant: Tenant, registry: EngineRegistry, model_id: str
+    ) -> ModelDeleted:
+        row = await self._mutable(session, tenant, registry, model_id, "deleted")
+        await FineTunedModelRepository(session, tenant).delete(row)
+        return ModelDeleted(id=row.id)
+
+    async def update(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        registry: EngineRegistry,
+        model_id: str,
+        changes: ModelUpdate,
+    ) -> FineTunedModelOut:
+        row = await self._mutable(session, tenant, registry, model_id, "updated")
+        for field in changes.model_fields_set & {"name", "description"}:
+            setattr(row, field, getattr(changes, field))
+        await session.flush()
+        return ft_model(row)
+
+    async def set_archived(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        registry: EngineRegistry,
+        model_id: str,
+        archived: bool,
+    ) -> ModelArchived:
+        verb = "archived" if archived else "unarchived"
+        row = await self._mutable(session, tenant, registry, model_id, verb)
+        row.archived = archived
+        await session.flush()
+        return ModelArchived(id=row.id, archived=archived)
+
+
+models = ModelService()

@@ -1,0 +1,201 @@
+"""`maestrale serve | worker | migrate | keys ...`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from maestrale.config import Settings, load_settings
+from maestrale.core.logs import configure_logging
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML settings file (also MAESTRALE_CONFIG)")
+    parser.add_argument("--data-dir", type=Path, help="where SQLite, blobs and keys live")
+    parser.add_argument(
+        "--database-url", help="SQLAlchemy async URL (sqlite+aiosqlite, postgresql+asyncpg)"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="maestrale", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the HTTP API (with an in-process worker)")
+    _common(serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--models", type=Path, help="TOML model catalog merged over the defaults")
+    serve.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
+
+    worker = sub.add_parser("worker", help="run a job worker (any number, on any machine)")
+    _common(worker)
+    worker.add_argument("--concurrency", type=int)
+    worker.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="also load the job kinds of MODULE (its register(registry) function)",
+    )
+
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    _common(migrate)
+
+    keys = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key and print it once")
+    _common(create)
+    create.add_argument("--name", default="cli")
+    create.add_argument("--kind", choices=["standard", "admin"], default="standard")
+    create.add_argument("--workspace", help="workspace id (default: the default workspace)")
+    create.add_argument("--expires-in-days", type=int)
+    listing = keys_sub.add_parser("list", help="list keys (never their values)")
+    _common(listing)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
+    _common(revoke)
+    revoke.add_argument("key_id")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(
+        getattr(args, "config", None),
+        data_dir=getattr(args, "data_dir", None),
+        database_url=getattr(args, "database_url", None),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        models=getattr(args, "models", None),
+        worker=False if getattr(args, "no_worker", False) else None,
+        worker_concurrency=getattr(args, "concurrency", None),
+    )
+
+
+def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from maestrale.app import create_app
+
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+    )
+    uvicorn.Server(config).run()
+
+
+async def _worker(settings: Settings, imports: list[str]) -> None:
+    from maestrale.core.db import Database
+    from maestrale.core.jobs.runner import load_job_modules, run_worker
+    from maestrale.jobs import build_registry
+
+    registry = build_registry()
+    load_job_modules(registry, imports)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    db = Database(settings.resolved_database_url, pool_size=settings.database_pool_size)
+    try:
+        await run_worker(
+            db,
+            registry,
+            concurrency=settings.worker_concurrency,
+            lease_seconds=settings.job_lease_seconds,
+            poll_seconds=settings.job_poll_seconds,
+            stop=stop,
+        )
+    finally:
+        await db.dispose()
+
+
+async def _keys(settings: Settings, args: argparse.Namespace) -> int:
+    from maestrale.core.auth.repository import KeyRepository, TenancyRepository
+    from maestrale.core.auth.tables import Workspace
+    from maestrale.core.clock import iso, utcnow
+    from maestrale.core.db import Database
+
+    db = Database(settings.resolved_database_url)
+    try:
+        async with db.session() as session:
+            keys = KeyRepository(session)
+            if args.keys_command == "list":
+                for key in await keys.list_keys():
+                    state = "revoked" if key.revoked_at else "active"
+                    print(
+                        f"{key.id}\t{key.kind}\t{key.name}\t{key.hidden_key}\t{state}\t"
+                        f"workspace={key.workspace_id or '-'}\texpires={iso(key.expires_at) or '-'}"
+                    )
+                return 0
+            if args.keys_command == "revoke":
+                if not await keys.revoke(args.key_id):
+                    print(f"no active key with id {args.key_id}", file=sys.stderr)
+                    return 1
+                print(f"revoked {args.key_id}")
+                return 0
+            ws = (
+                await session.get(Workspace, args.workspace)
+                if args.workspace
+                else await TenancyRepository(session).default_workspace()
+            )
+            if ws is None:
+                print(
+                    "workspace not found (start the server once to create the default one)",
+                    file=sys.stderr,
+                )
+                return 1
+            expires = (
+                utcnow() + timedelta(days=args.expires_in_days) if args.expires_in_days else None
+            )
+            row, clear = await keys.create_key(
+                kind=args.kind,
+                organization_id=ws.organization_id,
+                workspace_id=ws.id if args.kind == "standard" else None,
+                user_id=None,
+                name=args.name,
+                expires_at=expires,
+            )
+            print(f"id: {row.id}", file=sys.stderr)
+            print(clear)
+            return 0
+    finally:
+        await db.dispose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except FileNotFoundError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level, settings.log_json)
+    if args.command == "serve":
+        _serve(settings)
+        return 0
+    if args.command == "worker":
+        asyncio.run(_worker(settings, args.imports))
+        return 0
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    from maestrale.core.migrate import upgrade
+
+    upgrade(settings.resolved_database_url)
+    if args.command == "migrate":
+        print("database is up to date")
+        return 0
+    return asyncio.run(_keys(settings, args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The kit: database, auth, errors, pagination, ids, SSE, blobs, jobs. No business rules."""

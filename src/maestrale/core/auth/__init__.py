@@ -1,0 +1,1 @@
+"""Tenancy and authentication: organizations, workspaces, users, hashed API keys."""

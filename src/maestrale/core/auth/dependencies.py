@@ -1,0 +1,83 @@
+"""FastAPI dependencies that authenticate a request.
+
+Standard routes take `Authorization: Bearer <key>` of a standard key; `/v1/admin` routes take
+`x-api-key: <key>` of an admin key. Neither kind opens the other's routes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from maestrale.core.auth.cache import KeyCache
+from maestrale.core.auth.keys import hash_key
+from maestrale.core.auth.principal import Principal, Tenant
+from maestrale.core.auth.repository import KeyRepository
+from maestrale.core.db import Database
+from maestrale.core.errors import Unauthorized
+
+_BEARER = "bearer "
+
+
+async def resolve_key(request: Request, key: str) -> Principal | None:
+    cache: KeyCache = request.app.state.key_cache
+    key_hash = hash_key(key)
+    principal = cache.get(key_hash)
+    if principal is None:
+        db: Database = request.app.state.db
+        async with db.sessionmaker() as session:
+            principal = await KeyRepository(session).principal_for_hash(key_hash)
+        if principal is None:
+            return None
+        cache.put(key_hash, principal)
+    cache.mark_used(principal.key_id)
+    return principal
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if not header or header[:7].lower() != _BEARER:
+        return None
+    return header[7:].strip() or None
+
+
+async def standard_principal(request: Request) -> Principal:
+    key = _bearer(request)
+    if key is None:
+        raise Unauthorized(
+            "missing API key: send it as `Authorization: Bearer <key>`", code="missing_api_key"
+        )
+    principal = await resolve_key(request, key)
+    if principal is None:
+        raise Unauthorized("invalid, expired or revoked API key", code="invalid_api_key")
+    if principal.kind != "standard":
+        raise Unauthorized(
+            "admin keys open only /v1/admin endpoints; use a workspace API key",
+            code="admin_key_not_allowed",
+        )
+    request.state.principal = principal
+    return principal
+
+
+async def admin_principal(request: Request) -> Principal:
+    key = request.headers.get("x-api-key", "").strip()
+    if not key:
+        raise Unauthorized(
+            "admin endpoints need an admin key in the `x-api-key` header",
+            code="missing_admin_key",
+        )
+    principal = await resolve_key(request, key)
+    if principal is None or principal.kind != "admin":
+        raise Unauthorized("invalid, expired or revoked admin key", code="invalid_admin_key")
+    request.state.principal = principal
+    return principal
+
+
+async def current_tenant(principal: Annotated[Principal, Depends(standard_principal)]) -> Tenant:
+    return Tenant.of(principal)
+
+
+StandardAuth = Annotated[Principal, Depends(standard_principal)]
+AdminAuth = Annotated[Principal, Depends(admin_principal)]
+CurrentTenant = Annotated[Tenant, Depends(current_tenant)]

@@ -1,0 +1,31 @@
+"""Who is calling: the key's organization, workspace and user, resolved once per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    key_id: str
+    kind: str  # standard | admin
+    organization_id: str
+    workspace_id: str | None
+    user_id: str | None
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """The scope every workspace repository query is bound to."""
+
+    organization_id: str
+    workspace_id: str
+    user_id: str | None = None
+
+    @classmethod
+    def of(cls, principal: Principal) -> Tenant:
+        if principal.workspace_id is None:
+            raise ValueError("an admin principal has no workspace scope")
+        return cls(principal.organization_id, principal.workspace_id, principal.user_id)

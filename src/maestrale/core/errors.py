@@ -1,0 +1,198 @@
+"""The error model: domain errors with a status and a stable code, and their JSON rendering.
+
+Every error body is `{"object": "error", "message", "type", "code", "param"}` except validation
+errors, which keep FastAPI's `{"detail": [{"loc", "msg", "type"}]}` shape that the SDKs parse.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("maestrale.errors")
+
+
+class AppError(Exception):
+    """Base of every domain error. Services raise these, never HTTPException."""
+
+    status_code: int = 400
+    code: str = "invalid_request"
+    type: str = "invalid_request_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        status_code: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status_code is not None:
+            self.status_code = status_code
+        self.param = param
+        self.headers = headers
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.code, self.param)
+
+
+class BadRequest(AppError):
+    status_code = 400
+
+
+class Unauthorized(AppError):
+    status_code = 401
+    code = "unauthorized"
+    type = "authentication_error"
+
+
+class Forbidden(AppError):
+    status_code = 403
+    code = "forbidden"
+    type = "permission_error"
+
+
+class NotFound(AppError):
+    status_code = 404
+    code = "not_found"
+    type = "not_found_error"
+
+
+class Conflict(AppError):
+    status_code = 409
+    code = "conflict"
+    type = "conflict_error"
+
+
+class PayloadTooLarge(AppError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(AppError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class TooManyRequests(AppError):
+    status_code = 429
+    code = "rate_limited"
+    type = "rate_limit_error"
+
+
+class UpstreamError(AppError):
+    status_code = 502
+    code = "upstream_error"
+    type = "api_error"
+
+
+class ServiceUnavailable(AppError):
+    status_code = 503
+    code = "service_unavailable"
+    type = "api_error"
+
+
+class UpstreamTimeout(AppError):
+    status_code = 504
+    code = "upstream_timeout"
+    type = "api_error"
+
+
+def error_body(message: str, type_: str, code: str, param: str | None = None) -> dict[str, Any]:
+    return {"object": "error", "message": message, "type": type_, "code": code, "param": param}
+
+
+_STATUS_CODES = {
+    400: ("invalid_request", "invalid_request_error"),
+    401: ("unauthorized", "authentication_error"),
+    403: ("forbidden", "permission_error"),
+    404: ("not_found", "not_found_error"),
+    405: ("method_not_allowed", "invalid_request_error"),
+    406: ("not_acceptable", "invalid_request_error"),
+    413: ("payload_too_large", "invalid_request_error"),
+    415: ("unsupported_media_type", "invalid_request_error"),
+}
+
+
+async def _app_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code, type_ = _STATUS_CODES.get(exc.status_code, ("http_error", "invalid_request_error"))
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        message = f"no route for {request.method} {request.url.path}"
+        code = "route_not_found"
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    headers = dict(exc.headers) if exc.headers else None
+    return JSONResponse(error_body(message, type_, code), exc.status_code, headers=headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    # Keep FastAPI's shape (the SDKs parse it) but drop `input` echoes of large bodies and any
+    # non-JSON-serialisable ctx values.
+    detail = [
+        {
+            "loc": list(err.get("loc", ())),
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "value_error")),
+        }
+        for err in exc.errors()
+    ]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+INTERNAL_ERROR = error_body("internal server error", "api_error", "internal_error")
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A value the database refuses (SQLSTATE class 22: too long, bad encoding, out of range) is
+    the caller's error; a database that cannot be reached is a 503; anything else is a bug."""
+    assert isinstance(exc, DBAPIError)
+    sqlstate = _sqlstate(exc)
+    if sqlstate is not None and sqlstate.startswith("22"):
+        body = error_body(
+            "a value of the request cannot be stored (too long, out of range or invalid text)",
+            "invalid_request_error",
+            "invalid_value",
+        )
+        return JSONResponse(body, status_code=400)
+    if exc.connection_invalidated or (isinstance(exc, OperationalError) and sqlstate is None):
+        log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc.orig)
+        body = error_body("the database is unavailable", "api_error", "database_unavailable")
+        return JSONResponse(body, status_code=503)
+    raise exc
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(DBAPIError, _database_error)
+    # Unhandled exceptions are turned into a JSON 500 by the request middleware, which also
+    # logs them with the request id.

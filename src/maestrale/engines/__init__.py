@@ -1,0 +1,1 @@
+"""Pluggable model backends: a Protocol per capability, a sub-package per implementation."""

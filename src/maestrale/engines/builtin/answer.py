@@ -1,0 +1,119 @@
+"""What the builtin engine answers to a request, before it is shaped as a result or a stream.
+
+Side effects (`/sleep`, `/fail`) happen here, so they take place before a stream sends anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from maestrale.engines.builtin.directives import Directives, parse_directives
+from maestrale.engines.builtin.json_schema import smallest_instance
+from maestrale.engines.builtin.messages import (
+    offered_tool_names,
+    prompt_tokens,
+    turn_to_answer,
+)
+from maestrale.engines.builtin.tokens import apply_limits, count_tokens
+from maestrale.engines.types import ChatRequest, EngineError, FimRequest
+
+_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(slots=True, frozen=True)
+class Answer:
+    """One choice's answer, repeated `n` times, and the usage figures it implies."""
+
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    finish_reason: str
+    n: int
+    prompt_tokens: int
+    completion_tokens: int  # of one choice
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message of one choice, in wire format."""
+        return {"role": "assistant", "content": self.content, "tool_calls": self.tool_calls}
+
+
+def tool_call_id(seed: str) -> str:
+    """A 9-character alphanumeric id derived from `seed` (same seed, same id)."""
+    number = int.from_bytes(hashlib.blake2b(seed.encode(), digest_size=8).digest(), "big")
+    chars = []
+    for _ in range(9):
+        number, digit = divmod(number, len(_ALPHABET))
+        chars.append(_ALPHABET[digit])
+    return "".join(chars)
+
+
+async def _side_effects(directives: Directives) -> None:
+    if directives.sleep_ms > 0:
+        await asyncio.sleep(directives.sleep_ms / 1000)
+    if directives.fail_status is not None:
+        status = directives.fail_status
+        raise EngineError(
+            status, f"builtin engine failure requested: {status}", code="upstream_error"
+        )
+
+
+def _formatted(text: str, response_format: dict[str, Any] | None, plain: str) -> str:
+    """`plain` as the answer in text mode, or `text` rendered as the requested JSON."""
+    kind = (response_format or {}).get("type")
+    if kind == "json_schema":
+        spec = (response_format or {}).get("json_schema")
+        if isinstance(spec, dict) and "schema" in spec:
+            return json.dumps(smallest_instance(spec["schema"]))
+        # A json_schema format without a schema constrains nothing beyond JSON itself.
+        return json.dumps({"echo": text})
+    if kind == "json_object":
+        return json.dumps({"echo": text})
+    return plain
+
+
+async def answer_chat(request: ChatRequest) -> Answer:
+    """Work out the answer to a chat request, after sleeping or failing as its directives ask."""
+    n = max(request.n, 1)
+    prompt = prompt_tokens(request.messages)
+    turn = turn_to_answer(request.messages)
+    if turn.tool_results:
+        text = "\n".join(f"tool {name} returned: {content}" for name, content in turn.tool_results)
+        content = _formatted(text, request.response_format, plain=text)
+    else:
+        names = offered_tool_names(request.tools, request.tool_choice)
+        directives = parse_directives(turn.text, names)
+        await _side_effects(directives)
+        if directives.calls:
+            specs = directives.calls if request.parallel_tool_calls else directives.calls[:1]
+            calls = [
+                {
+                    "id": tool_call_id(f"{len(request.messages)}:{i}:{spec.name}:{spec.arguments}"),
+                    "type": "function",
+                    "function": {"name": spec.name, "arguments": spec.arguments},
+                    "index": i,
+                }
+                for i, spec in enumerate(specs)
+            ]
+            return Answer("", calls, "tool_calls", n, prompt, count_tokens(json.dumps(calls)))
+        response = directives.response
+        if response is not None:
+            content = response
+        else:
+            text = directives.text
+            content = _formatted(text, request.response_format, plain=f"echo: {text}")
+    content, finish = apply_limits(content, request.max_tokens, request.stop)
+    return Answer(content, None, finish, n, prompt, count_tokens(content))
+
+
+async def answer_fim(request: FimRequest) -> Answer:
+    """Work out the answer to a fill-in-the-middle request (directives apply; no tool calls)."""
+    prompt = count_tokens(request.prompt) + count_tokens(request.suffix or "") + 1
+    directives = parse_directives(request.prompt)
+    await _side_effects(directives)
+    response = directives.response
+    content = response if response is not None else f"echo: {directives.text}"
+    content, finish = apply_limits(content, request.max_tokens, request.stop)
+    return Answer(content, None, finish, 1, prompt, count_tokens(content))

@@ -1,0 +1,100 @@
+"""`BuiltinEngine`: the deterministic test-double engine behind the `maestrale-echo` model."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Iterator
+
+from maestrale.engines.builtin import embeddings
+from maestrale.engines.builtin.answer import Answer, answer_chat, answer_fim
+from maestrale.engines.builtin.tokens import tokenize
+from maestrale.engines.types import (
+    ChatChunk,
+    ChatRequest,
+    ChatResult,
+    Choice,
+    EmbeddingRequest,
+    EmbeddingResult,
+    FimRequest,
+    Usage,
+)
+
+
+def _usage(answer: Answer) -> Usage:
+    return Usage(
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens * answer.n,
+    )
+
+
+def _result(answer: Answer) -> ChatResult:
+    # Each choice gets its own message dict so that a caller editing one cannot change another.
+    choices = [
+        Choice(index=i, message=copy.deepcopy(answer.message()), finish_reason=answer.finish_reason)
+        for i in range(answer.n)
+    ]
+    return ChatResult(choices=choices, usage=_usage(answer))
+
+
+def _chunks(answer: Answer) -> Iterator[ChatChunk]:
+    for index in range(answer.n):
+        yield ChatChunk(index=index, delta={"role": "assistant", "content": ""})
+        if answer.tool_calls is not None:
+            yield ChatChunk(index=index, delta={"tool_calls": copy.deepcopy(answer.tool_calls)})
+        else:
+            for token in tokenize(answer.content):
+                yield ChatChunk(index=index, delta={"content": token})
+        last = index == answer.n - 1
+        yield ChatChunk(
+            index=index,
+            delta={},
+            finish_reason=answer.finish_reason,
+            usage=_usage(answer) if last else None,
+        )
+
+
+async def _stream(answer: Answer) -> AsyncIterator[ChatChunk]:
+    for chunk in _chunks(answer):
+        # Yield to the event loop between chunks, as a network stream would.
+        await asyncio.sleep(0)
+        yield chunk
+
+
+class BuiltinEngine:
+    """A deterministic engine for chat, FIM and embeddings that needs no model server.
+
+    It echoes the last user message (`echo: <text>`), reports tool results
+    (`tool NAME returned: <content>`) and obeys directive lines: `/call NAME {json}`,
+    `/respond <text>`, `/sleep MS` and `/fail STATUS`. See DESIGN.md §6 for the contract.
+    """
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Answer the conversation; raise `EngineError` when a `/fail` directive asks for it."""
+        return _result(await answer_chat(request))
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
+        """Stream the answer one token per chunk; `/sleep` and `/fail` act before the first chunk.
+
+        Choices are streamed one after another; the very last chunk carries the usage of all.
+        """
+        answer = await answer_chat(request)
+        async for chunk in _stream(answer):
+            yield chunk
+
+    async def fim(self, request: FimRequest) -> ChatResult:
+        """Answer a fill-in-the-middle request: `echo: <prompt>` unless directives say otherwise."""
+        return _result(await answer_fim(request))
+
+    async def fim_stream(self, request: FimRequest) -> AsyncIterator[ChatChunk]:
+        """Stream a fill-in-the-middle answer one token per chunk."""
+        answer = await answer_fim(request)
+        async for chunk in _stream(answer):
+            yield chunk
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
+        """Embed each input as a deterministic, L2-normalised feature-hashing vector."""
+        return embeddings.embed(request)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the engine holds no connections or models."""

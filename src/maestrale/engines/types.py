@@ -1,0 +1,113 @@
+"""Engine-level request and result types, shared by every implementation.
+
+Messages, tools and deltas stay in the platform's wire format (plain dicts): the gateway validates
+them once at the edge, and OpenAI-compatible engines forward them without re-encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """A chat completion request as an engine sees it (model already resolved)."""
+
+    model: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool = True
+    response_format: dict[str, Any] | None = None
+    max_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    temperature: float | None = None
+    top_p: float | None = None
+    random_seed: int | None = None
+    n: int = 1
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FimRequest:
+    model: str
+    prompt: str
+    suffix: str | None = None
+    max_tokens: int | None = None
+    min_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    temperature: float | None = None
+    top_p: float | None = None
+    random_seed: int | None = None
+
+
+@dataclass(slots=True)
+class Choice:
+    index: int
+    message: Message  # {"role": "assistant", "content": str | None, "tool_calls": [...] | None}
+    finish_reason: str  # stop | length | tool_calls | error
+
+
+@dataclass(slots=True)
+class ChatResult:
+    choices: list[Choice]
+    usage: Usage
+
+
+@dataclass(slots=True)
+class ChatChunk:
+    """One streamed delta. `usage` is set on the last chunk of the stream only."""
+
+    index: int
+    delta: Message  # {"role"?: "assistant", "content"?: str, "tool_calls"?: [...]}
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class EmbeddingRequest:
+    model: str
+    inputs: list[str]
+    output_dimension: int | None = None
+    output_dtype: str = "float"
+
+
+@dataclass(slots=True)
+class EmbeddingResult:
+    vectors: list[list[float]]
+    usage: Usage
+
+
+class EngineError(Exception):
+    """An engine failed the way an upstream server would: `status` is the upstream's HTTP status.
+
+    The gateway maps it to the client's status (4xx kept, 5xx → 502, timeouts → 504).
+    """
+
+    def __init__(self, status: int, message: str, *, code: str = "engine_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code

@@ -1,0 +1,54 @@
+"""Shared fixtures: every database test runs on SQLite and, when MAESTRALE_TEST_POSTGRES_URL is
+set, on Postgres too (the `database_url` fixture is parametrised over the backends)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from maestrale.core.db import Database
+from tests.support import databases
+
+pytest_plugins = ["tests.support.app_fixtures"]
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return databases.make_sqlite_template(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture(scope="session")
+async def postgres_url() -> AsyncIterator[str | None]:
+    if "postgres" not in databases.backends():
+        yield None
+        return
+    url = await databases.create_postgres_database()
+    yield url
+    await databases.drop_postgres_database(url)
+
+
+@pytest.fixture(params=databases.backends())
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def database_url(
+    backend: str, sqlite_template: Path, postgres_url: str | None, tmp_path: Path
+) -> AsyncIterator[str]:
+    """A migrated, empty database of the test's backend."""
+    if backend == "sqlite":
+        yield databases.copy_sqlite(sqlite_template, tmp_path)
+        return
+    assert postgres_url is not None
+    await databases.empty_postgres(postgres_url)
+    yield postgres_url
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    yield database
+    await database.dispose()

@@ -1,0 +1,124 @@
+"""Keys: hashed at rest, refused when missing, wrong, expired, revoked or of the wrong kind."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import select, update
+
+from maestrale.core.auth.keys import hash_key
+from maestrale.core.auth.repository import KeyRepository
+from maestrale.core.auth.tables import ApiKey, Workspace
+from maestrale.core.clock import utcnow
+from tests.support.app_fixtures import ADMIN_KEY, API_KEY, TenantKey, make_client
+
+
+async def test_keys_are_stored_hashed(app: FastAPI) -> None:
+    async with app.state.db.session() as session:
+        rows = (await session.execute(select(ApiKey))).scalars().all()
+    assert {r.key_hash for r in rows} == {hash_key(API_KEY), hash_key(ADMIN_KEY)}
+    for row in rows:
+        assert API_KEY not in (row.hidden_key, row.name)
+        assert len(row.hidden_key) < 16
+
+
+async def test_missing_and_wrong_keys_are_401_json(app: FastAPI) -> None:
+    for headers in (
+        {},
+        {"Authorization": "Bearer nope"},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer "},
+        {"Authorization": API_KEY},
+    ):
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test", headers=headers
+        ) as c:
+            resp = await c.get("/v1/models")
+        assert resp.status_code == 401, headers
+        body = resp.json()
+        assert body["object"] == "error"
+        assert body["type"] == "authentication_error"
+        assert body["message"]
+
+
+async def test_admin_key_does_not_open_standard_routes(app: FastAPI) -> None:
+    async with make_client(app, ADMIN_KEY) as c:
+        resp = await c.get("/v1/models")
+    assert resp.status_code == 401
+    assert resp.json()["code"] == "admin_key_not_allowed"
+
+
+async def test_revoked_key_is_refused_at_once(app: FastAPI, other: TenantKey) -> None:
+    async with make_client(app, other.key) as c:
+        assert (await c.get("/v1/models")).status_code == 200  # now cached
+        async with app.state.db.session() as session:
+            key_id = (
+                await session.execute(
+                    select(ApiKey.id).where(ApiKey.key_hash == hash_key(other.key))
+                )
+            ).scalar_one()
+            assert await KeyRepository(session).revoke(key_id)
+        app.state.key_cache.invalidate_key(key_id)
+        assert (await c.get("/v1/models")).status_code == 401
+
+
+async def test_revocation_elsewhere_is_seen_within_the_cache_ttl(
+    app: FastAPI, other: TenantKey
+) -> None:
+    app.state.key_cache.ttl = 0.0  # what another replica sees once its entry is stale
+    async with make_client(app, other.key) as c:
+        assert (await c.get("/v1/models")).status_code == 200
+        async with app.state.db.session() as session:
+            await session.execute(
+                update(ApiKey)
+                .where(ApiKey.key_hash == hash_key(other.key))
+                .values(revoked_at=utcnow())
+            )
+        assert (await c.get("/v1/models")).status_code == 401
+
+
+async def test_expired_key_is_refused_even_when_cached(app: FastAPI, other: TenantKey) -> None:
+    async with app.state.db.session() as session:
+        await session.execute(
+            update(ApiKey)
+            .where(ApiKey.key_hash == hash_key(other.key))
+            .values(expires_at=utcnow() + timedelta(milliseconds=300))
+        )
+    async with make_client(app, other.key) as c:
+        assert (await c.get("/v1/models")).status_code == 200
+        import asyncio
+
+        await asyncio.sleep(0.4)
+        assert (await c.get("/v1/models")).status_code == 401
+
+
+async def test_key_of_archived_workspace_is_refused(app: FastAPI, other: TenantKey) -> None:
+    async with app.state.db.session() as session:
+        await session.execute(
+            update(Workspace)
+            .where(Workspace.id == other.tenant.workspace_id)
+            .values(archived_at=utcnow())
+        )
+    async with make_client(app, other.key) as c:
+        assert (await c.get("/v1/models")).status_code == 401
+
+
+async def test_last_used_is_recorded_off_the_request_path(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    from maestrale.app import _flush_key_usage
+
+    assert (await client.get("/v1/models")).status_code == 200
+    async with app.state.db.session() as session:
+        row = (
+            await session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
+        ).scalar_one()
+        assert row.last_used_at is None
+    await _flush_key_usage(app)
+    async with app.state.db.session() as session:
+        row = (
+            await session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
+        ).scalar_one()
+        assert row.last_used_at is not None

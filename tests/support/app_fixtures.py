@@ -1,0 +1,97 @@
+"""App fixtures: the ASGI app on the test's database with known bootstrap keys, and clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from maestrale.app import create_app
+from maestrale.config import Settings
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.auth.repository import KeyRepository, TenancyRepository
+from maestrale.core.db import Database
+
+API_KEY = "msk_test_standard_key_0123456789abcdefghijklmnopqrstuv"
+ADMIN_KEY = "msa_test_admin_key_0123456789abcdefghijklmnopqrstuvwx"
+
+
+@dataclass(frozen=True)
+class TenantKey:
+    tenant: Tenant
+    key: str
+
+
+def test_settings(database_url: str, data_dir: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "data_dir": data_dir,
+        "database_url": database_url,
+        "bootstrap_api_key": API_KEY,
+        "bootstrap_admin_key": ADMIN_KEY,
+        "worker": False,
+        "auto_migrate": False,
+        "gc_freeze": False,
+        "log_json": False,
+    }
+    values.update(overrides)
+    return Settings.model_validate(values)
+
+
+@pytest.fixture
+async def app(database_url: str, tmp_path: Path) -> AsyncIterator[FastAPI]:
+    application = create_app(test_settings(database_url, tmp_path / "data"))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def make_client(app: FastAPI, key: str | None = API_KEY) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test", headers=headers
+    )
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client(app) as c:
+        yield c
+
+
+@pytest.fixture
+async def anon_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client(app, None) as c:
+        yield c
+
+
+async def default_tenant(db: Database) -> Tenant:
+    async with db.session() as session:
+        ws = await TenancyRepository(session).default_workspace()
+        assert ws is not None
+        return Tenant(ws.organization_id, ws.id)
+
+
+async def create_tenant(db: Database, name: str = "other") -> TenantKey:
+    """A second organization with its own workspace and standard key."""
+    async with db.session() as session:
+        tenancy = TenancyRepository(session)
+        org = await tenancy.create_organization(name)
+        ws = await tenancy.create_workspace(org.id, f"{name} workspace", is_default=False)
+        _, key = await KeyRepository(session).create_key(
+            kind="standard", organization_id=org.id, workspace_id=ws.id, user_id=None, name=name
+        )
+        return TenantKey(Tenant(org.id, ws.id), key)
+
+
+@pytest.fixture
+async def tenant(app: FastAPI) -> Tenant:
+    """The bootstrap workspace, whose key is API_KEY."""
+    return await default_tenant(app.state.db)
+
+
+@pytest.fixture
+async def other(app: FastAPI) -> TenantKey:
+    return await create_tenant(app.state.db)

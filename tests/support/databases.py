@@ -1,0 +1,79 @@
+"""Test databases: a migrated SQLite template copied per test, and one Postgres database per run
+(when MAESTRALE_TEST_POSTGRES_URL is set) emptied between tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from maestrale.core.db import create_engine
+from maestrale.core.migrate import upgrade
+from maestrale.tables import metadata
+
+POSTGRES_ENV = "MAESTRALE_TEST_POSTGRES_URL"
+
+
+def backends() -> list[str]:
+    return ["sqlite", "postgres"] if os.environ.get(POSTGRES_ENV) else ["sqlite"]
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def make_sqlite_template(directory: Path) -> Path:
+    path = directory / "template.sqlite"
+    upgrade(sqlite_url(path))
+    return path
+
+
+def copy_sqlite(template: Path, directory: Path) -> str:
+    target = directory / f"db-{uuid.uuid4().hex[:8]}.sqlite"
+    shutil.copyfile(template, target)
+    return sqlite_url(target)
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def create_postgres_database() -> str:
+    """A fresh, migrated database next to the one named by MAESTRALE_TEST_POSTGRES_URL."""
+    base = make_url(os.environ[POSTGRES_ENV]).set(drivername="postgresql+asyncpg")
+    name = f"maestrale_test_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(_asyncpg_dsn(base.render_as_string(hide_password=False)))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = base.set(database=name).render_as_string(hide_password=False)
+    import asyncio
+
+    await asyncio.to_thread(upgrade, url)
+    return url
+
+
+async def drop_postgres_database(url: str) -> None:
+    parsed = make_url(url)
+    admin = make_url(os.environ[POSTGRES_ENV]).set(drivername="postgresql+asyncpg")
+    conn = await asyncpg.connect(_asyncpg_dsn(admin.render_as_string(hide_password=False)))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def empty_postgres(url: str) -> None:
+    names = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(f"TRUNCATE {names} CASCADE"))
+    finally:
+        await engine.dispose()
