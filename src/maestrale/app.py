@@ -17,7 +17,7 @@ from sqlalchemy import text
 from maestrale import __version__
 from maestrale.api import api_router
 from maestrale.catalog.config import load_catalog
-from maestrale.config import Settings
+from maestrale.config import Settings, make_data_dir
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.repository import KeyRepository
@@ -55,7 +55,7 @@ async def _key_usage_loop(app: FastAPI) -> None:
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_data_dir(settings.data_dir)
     url = settings.resolved_database_url
     if settings.auto_migrate:
         await upgrade_async(url)

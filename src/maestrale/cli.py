@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from maestrale.config import Settings, load_settings
+from maestrale.config import Settings, load_settings, make_data_dir
 from maestrale.core.logs import configure_logging
 
 
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "worker":
         asyncio.run(_worker(settings, args.imports))
         return 0
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_data_dir(settings.data_dir)
     from maestrale.core.migrate import upgrade
 
     upgrade(settings.resolved_database_url)

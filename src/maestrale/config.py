@@ -89,3 +89,8 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
 
     values = {k: v for k, v in overrides.items() if v is not None}
     return _FileSettings(**values)
+
+
+def make_data_dir(path: Path) -> None:
+    """Create the data dir private to its owner: it holds the database and the bootstrap keys."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)

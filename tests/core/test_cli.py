@@ -23,6 +23,7 @@ def run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
 async def test_keys_lifecycle(tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert run("migrate", data_dir=data).returncode == 0
+    assert data.stat().st_mode & 0o777 == 0o700  # holds the database and the bootstrap keys
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
     async with db.session() as session:
         await bootstrap(session, api_key=None, admin_key=None, keys_file=None)

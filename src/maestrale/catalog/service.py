@@ -3,6 +3,8 @@ fine-tuned models belong to a workspace and can be renamed, archived and deleted
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.catalog.config import CARD_CAPABILITIES, ModelSpec
@@ -54,41 +56,33 @@ def _ft_capabilities(row: FineTunedModel) -> FineTunedModelCapabilities:
     return FineTunedModelCapabilities.model_validate(row.capabilities or {})
 
 
+def _ft_fields(row: FineTunedModel) -> dict[str, Any]:
+    """What the fine-tuned card and the fine-tuned model shapes share."""
+    return {
+        "id": row.id,
+        "created": unix(row.created_at),
+        "owned_by": row.organization_id,
+        "workspace_id": row.workspace_id,
+        "root": row.root,
+        "root_version": row.root_version,
+        "archived": row.archived,
+        "name": row.name,
+        "description": row.description,
+        "max_context_length": row.max_context_length,
+        "job": row.job,
+        "model_type": "classifier" if row.model_type == "classifier" else "completion",
+    }
+
+
 def ft_card(row: FineTunedModel) -> FTModelCard:
-    caps = _ft_capabilities(row)
-    return FTModelCard(
-        id=row.id,
-        created=unix(row.created_at),
-        owned_by=row.organization_id,
-        name=row.name,
-        description=row.description,
-        max_context_length=row.max_context_length,
-        capabilities=ModelCapabilities(**caps.model_dump()),
-        job=row.job,
-        root=row.root,
-        root_version=row.root_version,
-        archived=row.archived,
-        workspace_id=row.workspace_id,
-        model_type=row.model_type,
-    )
+    caps = _ft_capabilities(row).model_dump()
+    return FTModelCard(**_ft_fields(row), capabilities=ModelCapabilities(**caps))
 
 
 def ft_model(row: FineTunedModel) -> FineTunedModelOut:
+    targets = row.classifier_targets if row.model_type == "classifier" else None
     return FineTunedModelOut(
-        id=row.id,
-        created=unix(row.created_at),
-        owned_by=row.organization_id,
-        workspace_id=row.workspace_id,
-        root=row.root,
-        root_version=row.root_version,
-        archived=row.archived,
-        name=row.name,
-        description=row.description,
-        max_context_length=row.max_context_length,
-        job=row.job,
-        model_type="classifier" if row.model_type == "classifier" else "completion",
-        capabilities=_ft_capabilities(row),
-        classifier_targets=row.classifier_targets if row.model_type == "classifier" else None,
+        **_ft_fields(row), capabilities=_ft_capabilities(row), classifier_targets=targets
     )
 
 
