@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.conformance.conftest import start_server, stop_server
 from tests.support.app_fixtures import API_KEY
+from tests.support.live import start_server, stop_server
 
 
 def _cpu_seconds(pid: int) -> float:

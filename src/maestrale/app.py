@@ -15,8 +15,10 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy import text
 
 from maestrale import __version__
+from maestrale.accounting.recorder import Recorder
 from maestrale.api import api_router
 from maestrale.catalog.config import load_catalog
+from maestrale.completions.gateway import Gateway
 from maestrale.config import Settings, make_data_dir
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.cache import KeyCache
@@ -62,6 +64,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     db = Database(url, pool_size=settings.database_pool_size)
     app.state.db = db
     app.state.engines = EngineRegistry(load_catalog(settings.models))
+    app.state.recorder = Recorder(db, interval=settings.accounting_flush_seconds)
+    app.state.recorder.start()
+    app.state.gateway = Gateway(app.state.engines, app.state.recorder, db)
     app.state.blobs = LocalBlobStore(settings.resolved_blob_dir)
     app.state.job_registry = build_registry()
     async with db.session() as session:
@@ -109,6 +114,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 await task
         with contextlib.suppress(Exception):
             await _flush_key_usage(app)
+        await app.state.recorder.close()
         await app.state.engines.aclose()
         await db.dispose()
 

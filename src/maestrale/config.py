@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     job_lease_seconds: float = Field(default=30.0, gt=0)
     job_poll_seconds: float = Field(default=0.5, gt=0)
 
+    accounting_flush_seconds: float = Field(
+        default=0.25, gt=0, le=1.0, description="usage and events are durable within this"
+    )
     auth_cache_ttl: float = Field(
         default=1.0, ge=0, description="seconds a verified key is trusted before re-reading it"
     )

@@ -75,6 +75,24 @@ def test_unknown_engine_is_refused_at_start(tmp_path: Path) -> None:
         EngineRegistry(load_catalog(path))
 
 
+def test_engines_whose_extra_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from maestrale.engines import registry as registry_module
+
+    fake = {
+        **registry_module.ENGINES,
+        "ghost": ("maestrale.engines.no_such_module:create", "ghost"),
+    }
+    monkeypatch.setattr(registry_module, "ENGINES", fake)
+    path = tmp_path / "models.toml"
+    path.write_text("[[models]]\nid = 'x'\nengine = 'ghost'\noptional = true\n")
+    registry = EngineRegistry(load_catalog(path))
+    assert registry.resolve("x") is None  # skipped with a warning
+    assert registry.resolve("maestrale-echo") is not None
+    path.write_text("[[models]]\nid = 'x'\nengine = 'ghost'\n")
+    with pytest.raises(CatalogError, match=r"pip install 'maestrale\[ghost\]'"):
+        EngineRegistry(load_catalog(path))
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="cannot read"):
         load_catalog(tmp_path / "absent.toml")

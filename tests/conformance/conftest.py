@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
+from tests.support.live import start_server, stop_server
 
 
 @dataclass(frozen=True)
@@ -24,64 +19,6 @@ class LiveServer:
     database_url: str
     api_key: str
     admin_key: str
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server(
-    data_dir: Path, *extra: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    full_env = {
-        **os.environ,
-        "MAESTRALE_BOOTSTRAP_API_KEY": API_KEY,
-        "MAESTRALE_BOOTSTRAP_ADMIN_KEY": ADMIN_KEY,
-        **(env or {}),
-    }
-    log_path = data_dir.parent / f"server-{port}.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "maestrale",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            *extra,
-        ],
-        env=full_env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {log_path.read_text()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not become healthy in 60 s")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,9 @@ class ModelSpec(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     engine: str
     enabled: bool = True
+    optional: bool = Field(
+        default=False, description="skip (with a warning) when the engine is not installed"
+    )
     name: str | None = None
     description: str | None = None
     base_url: str | None = None

@@ -59,6 +59,7 @@ class RequestContextMiddleware:
         rid_header = (b"x-request-id", request_id.encode())
         token = request_id_var.set(request_id)
         started = time.perf_counter()
+        scope.setdefault("state", {})["started"] = started
         state: dict[str, Any] = {"status": 500, "started": False}
 
         async def send_with_id(message: Message) -> None:

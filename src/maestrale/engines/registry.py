@@ -1,24 +1,54 @@
-"""Builds engines from the catalog and resolves a model name (id or alias) to spec + engine."""
+"""Builds engines from the catalog and resolves a model name (id or alias) to spec + engine.
+
+Engines are loaded lazily by name, so an engine whose optional extra is not installed costs
+nothing until a catalog entry asks for it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+
+import orjson
 
 from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.builtin import BuiltinEngine
 from maestrale.engines.protocols import Closeable
+
+log = logging.getLogger("maestrale.engines")
 
 EngineFactory = Callable[[ModelSpec], object]
 
+# Engine name → "module:function" of its factory, and the extra that installs what it needs.
+ENGINES: Mapping[str, tuple[str, str | None]] = MappingProxyType(
+    {
+        "builtin": ("maestrale.engines.builtin:create_engine", None),
+        "openai_compat": ("maestrale.engines.openai_compat:create_engine", None),
+        "llama_cpp": ("maestrale.engines.local.llama_cpp:create_engine", "local"),
+        "e5": ("maestrale.engines.local.e5:create_engine", "local"),
+    }
+)
 
-def _builtin(_: ModelSpec) -> object:
-    return BuiltinEngine()
+
+class EngineUnavailable(Exception):
+    """The engine exists but what it needs is not installed."""
 
 
-def default_factories() -> dict[str, EngineFactory]:
-    """Engine name → factory of every engine this installation has."""
-    return {"builtin": _builtin}
+def load_factory(name: str) -> EngineFactory:
+    if name not in ENGINES:
+        known = ", ".join(sorted(ENGINES))
+        raise CatalogError(f"unknown engine {name!r} (known: {known})")
+    target, extra = ENGINES[name]
+    module_name, func = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = f"; install it with: pip install 'maestrale[{extra}]'" if extra else ""
+        raise EngineUnavailable(f"engine {name!r} is not available ({exc}){hint}") from exc
+    factory: EngineFactory = getattr(module, func)
+    return factory
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,26 +58,39 @@ class ResolvedModel:
 
 
 class EngineRegistry:
-    def __init__(self, specs: list[ModelSpec], factories: dict[str, EngineFactory] | None = None):
-        self._factories = factories or default_factories()
-        self.specs = specs
+    def __init__(
+        self, specs: list[ModelSpec], factories: Mapping[str, EngineFactory] | None = None
+    ) -> None:
+        self._factories = dict(factories or {})
+        self.specs: list[ModelSpec] = []
         self._by_name: dict[str, ResolvedModel] = {}
-        self._engines: dict[tuple[str, str | None, str | None], object] = {}
+        self._engines: dict[tuple[str, str | None, str | None, bytes], object] = {}
         for spec in specs:
-            resolved = ResolvedModel(spec, self._build(spec))
+            try:
+                engine = self._build(spec)
+            except EngineUnavailable as exc:
+                if not spec.optional:
+                    raise CatalogError(f"model {spec.id!r}: {exc}") from exc
+                log.warning("model %s is skipped: %s", spec.id, exc)
+                continue
+            except CatalogError as exc:
+                raise CatalogError(f"model {spec.id!r}: {exc}") from exc
+            resolved = ResolvedModel(spec, engine)
+            self.specs.append(spec)
             for name in (spec.id, *spec.aliases):
                 self._by_name[name] = resolved
 
     def _build(self, spec: ModelSpec) -> object:
-        factory = self._factories.get(spec.engine)
-        if factory is None:
-            known = ", ".join(sorted(self._factories))
-            raise CatalogError(
-                f"model {spec.id!r}: unknown engine {spec.engine!r} (known: {known})"
-            )
-        # One engine object per (engine, upstream): models on the same server share its pool.
-        key = (spec.engine, spec.base_url, spec.api_key_env)
+        # One engine object per engine and upstream configuration: models served by the same
+        # server share its connection pool, models of the same file share the loaded weights.
+        key = (
+            spec.engine,
+            spec.base_url,
+            spec.api_key_env,
+            orjson.dumps(spec.options, option=orjson.OPT_SORT_KEYS),
+        )
         if key not in self._engines:
+            factory = self._factories.get(spec.engine) or load_factory(spec.engine)
             self._engines[key] = factory(spec)
         return self._engines[key]
 

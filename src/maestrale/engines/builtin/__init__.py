@@ -2,4 +2,9 @@
 
 from maestrale.engines.builtin.chat import BuiltinEngine
 
-__all__ = ["BuiltinEngine"]
+__all__ = ["BuiltinEngine", "create_engine"]
+
+
+def create_engine(spec: object) -> BuiltinEngine:
+    """Factory of the engine registry: one stateless engine serves every builtin model."""
+    return BuiltinEngine()

@@ -1,0 +1,1 @@
+"""The inference gateway: chat, FIM and embeddings, every call accounted for."""

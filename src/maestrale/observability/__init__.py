@@ -1,0 +1,1 @@
+"""Observability: chat completion events, judges, campaigns and datasets."""

@@ -1,0 +1,99 @@
+"""The official SDKs (mistralai 2.8.0, openai) drive chat, FIM and embeddings on a live server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mistralai.client import Mistral
+from mistralai.client.errors import SDKError
+from openai import OpenAI
+
+from tests.conformance.conftest import LiveServer
+
+
+def _mistral(server: LiveServer) -> Mistral:
+    return Mistral(api_key=server.api_key, server_url=server.url)
+
+
+def _openai(server: LiveServer) -> OpenAI:
+    return OpenAI(api_key=server.api_key, base_url=f"{server.url}/v1")
+
+
+def test_mistral_chat_complete_and_stream(live_server: LiveServer) -> None:
+    sdk = _mistral(live_server)
+    res = sdk.chat.complete(model="maestrale-echo", messages=[{"role": "user", "content": "hi"}])
+    assert res.choices[0].message.content == "echo: hi"
+    assert res.usage.total_tokens == res.usage.prompt_tokens + res.usage.completion_tokens
+    text = ""
+    usage = None
+    for event in sdk.chat.stream(
+        model="maestrale-echo", messages=[{"role": "user", "content": "a b c"}]
+    ):
+        text += event.data.choices[0].delta.content or ""
+        usage = event.data.usage or usage
+    assert text == "echo: a b c"
+    assert usage is not None and usage.completion_tokens > 0
+
+
+def test_mistral_tool_calls(live_server: LiveServer) -> None:
+    sdk = _mistral(live_server)
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    res = sdk.chat.complete(
+        model="maestrale-echo",
+        messages=[{"role": "user", "content": '/call lookup {"q": "x"}'}],
+        tools=tools,
+        tool_choice="any",
+    )
+    call = res.choices[0].message.tool_calls[0]
+    assert res.choices[0].finish_reason == "tool_calls"
+    assert call.function.name == "lookup"
+    streamed = list(
+        sdk.chat.stream(
+            model="maestrale-echo",
+            messages=[{"role": "user", "content": '/call lookup {"q": "y"}'}],
+            tools=tools,
+        )
+    )
+    calls = [tc for e in streamed for tc in (e.data.choices[0].delta.tool_calls or [])]
+    assert json.loads(calls[0].function.arguments) == {"q": "y"}
+
+
+def test_mistral_fim(live_server: LiveServer) -> None:
+    sdk = _mistral(live_server)
+    res = sdk.fim.complete(model="maestrale-echo", prompt="def f():", suffix="return 1")
+    assert res.choices[0].message.content == "echo: def f():"
+    chunks = list(sdk.fim.stream(model="maestrale-echo", prompt="x = 1"))
+    assert "".join(c.data.choices[0].delta.content or "" for c in chunks) == "echo: x = 1"
+
+
+def test_mistral_embeddings(live_server: LiveServer) -> None:
+    res = _mistral(live_server).embeddings.create(model="maestrale-embed", inputs=["a", "b"])
+    assert len(res.data) == 2
+    assert len(res.data[0].embedding) == 1024
+
+
+def test_openai_sdk(live_server: LiveServer) -> None:
+    sdk = _openai(live_server)
+    res = sdk.chat.completions.create(
+        model="maestrale-echo", messages=[{"role": "user", "content": "from openai"}]
+    )
+    assert res.choices[0].message.content == "echo: from openai"
+    stream = sdk.chat.completions.create(
+        model="maestrale-echo", messages=[{"role": "user", "content": "streamed"}], stream=True
+    )
+    assert (
+        "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "echo: streamed"
+    )
+    emb = sdk.embeddings.create(model="maestrale-embed", input=["base64 by default"])
+    assert len(emb.data[0].embedding) == 1024
+
+
+def test_errors_reach_the_sdk_as_status_codes(live_server: LiveServer) -> None:
+    sdk = _mistral(live_server)
+    for content, status in (("/fail 503", 502), ("/fail 400", 400)):
+        with pytest.raises(SDKError) as err:
+            sdk.chat.complete(
+                model="maestrale-echo", messages=[{"role": "user", "content": content}]
+            )
+        assert err.value.status_code == status
