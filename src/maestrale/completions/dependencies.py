@@ -15,19 +15,19 @@ from maestrale.core.logs import request_id_var
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
 
 
-def get_caller(principal: StandardAuth) -> Caller:
+async def get_caller(principal: StandardAuth) -> Caller:
     assert principal.workspace_id is not None
     return Caller(
         principal.organization_id, principal.workspace_id, principal.key_id, principal.user_id
     )
 
 
-def correlation_id(request: Request) -> str:
+async def correlation_id(request: Request) -> str:
     """The caller's `x-correlation-id` when it sent a sane one, else this request's id."""
     given = request.headers.get("x-correlation-id")
     if given and _SANE_ID.match(given):

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from maestrale.engines.registry import EngineRegistry
 
 
-def get_engines(request: Request) -> EngineRegistry:
+async def get_engines(request: Request) -> EngineRegistry:
     registry: EngineRegistry = request.app.state.engines
     return registry
 
