@@ -25,7 +25,7 @@ WEATHER = {
 }
 
 
-def user(text: str) -> dict[str, Any]:
+def user(text: str | list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
@@ -62,7 +62,7 @@ async def test_plain_completion_shape(client: httpx.AsyncClient) -> None:
 
 async def test_alias_and_chunk_content(client: httpx.AsyncClient) -> None:
     content = [{"type": "text", "text": "from chunks"}]
-    body = (await chat(client, model="echo", messages=[user(content)])).json()  # type: ignore[arg-type]
+    body = (await chat(client, model="echo", messages=[user(content)])).json()
     assert body["model"] == "echo"
     assert body["choices"][0]["message"]["content"] == "echo: from chunks"
 
