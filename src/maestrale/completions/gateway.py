@@ -72,7 +72,13 @@ class Call:
 
 
 def engine_failure(exc: EngineError, model: str) -> AppError:
-    """An engine's failure as the client sees it: 4xx kept, timeouts 504, other 5xx 502."""
+    """An engine's failure as the client sees it: 4xx kept, timeouts 504, other 5xx 502.
+
+    An upstream that refuses Maestrale's own credentials (401, 403, 407) is a server-side
+    misconfiguration, not the client's fault: 502, so that clients do not doubt their key.
+    """
+    if exc.status in (401, 403, 407):
+        return UpstreamError(f"model {model}: the upstream refused its credentials: {exc.message}")
     if 400 <= exc.status < 500:
         return AppError(exc.message, code=exc.code, status_code=exc.status)
     if exc.status == 504:

@@ -1,0 +1,87 @@
+"""`OpenAICompatEngine`: chat, FIM and embeddings served by any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from maestrale.engines.openai_compat import wire
+from maestrale.engines.openai_compat.client import DONE, UpstreamClient
+from maestrale.engines.openai_compat.options import UpstreamConfig
+from maestrale.engines.openai_compat.stream import ChunkAssembler
+from maestrale.engines.types import (
+    ChatChunk,
+    ChatRequest,
+    ChatResult,
+    EmbeddingRequest,
+    EmbeddingResult,
+    FimRequest,
+)
+
+_CHAT = "/chat/completions"
+_EMBEDDINGS = "/embeddings"
+
+
+class OpenAICompatEngine:
+    """Forwards requests to an OpenAI-compatible server (vLLM, llama.cpp server, Ollama, TGI,
+    or an upstream platform) over one pooled HTTP client.
+
+    One engine serves every catalog model of its upstream: the request's `model` is already the
+    upstream model name. Failures are raised as `EngineError` with the upstream's status (or
+    502 unreachable / 504 timed out); streams are passed on chunk by chunk as they arrive.
+    """
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self._client = UpstreamClient(config)
+        self._fim_api: wire.FimApi = config.options.fim_api
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Complete a conversation with POST /chat/completions."""
+        answer = await self._client.post_json(_CHAT, wire.chat_body(request, stream=False))
+        return wire.parse_chat_result(answer)
+
+    def chat_stream(self, request: ChatRequest) -> AsyncGenerator[ChatChunk, None]:
+        """Stream a conversation's completion; the last chunk carries the upstream's usage
+        (None when the upstream sends none)."""
+        return self._stream(_CHAT, wire.chat_body(request, stream=True), text=False)
+
+    async def fim(self, request: FimRequest) -> ChatResult:
+        """Fill in the middle with POST /completions (`fim_api = "completions"`, the default)
+        or POST /fim/completions (`fim_api = "mistral"`)."""
+        body = wire.fim_body(request, self._fim_api, stream=False)
+        answer = await self._client.post_json(wire.fim_path(self._fim_api), body)
+        if self._fim_api == "mistral":
+            return wire.parse_chat_result(answer)
+        return wire.parse_text_result(answer)
+
+    def fim_stream(self, request: FimRequest) -> AsyncGenerator[ChatChunk, None]:
+        """Stream a fill-in-the-middle completion; the last chunk carries the usage."""
+        body = wire.fim_body(request, self._fim_api, stream=True)
+        text = self._fim_api == "completions"
+        return self._stream(wire.fim_path(self._fim_api), body, text=text)
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
+        """Embed the inputs with POST /embeddings; vectors come back in input order."""
+        answer = await self._client.post_json(_EMBEDDINGS, wire.embed_body(request))
+        return wire.parse_embeddings(answer, len(request.inputs))
+
+    async def aclose(self) -> None:
+        """Close the pooled connections to the upstream."""
+        await self._client.aclose()
+
+    async def _stream(
+        self, path: str, body: dict[str, Any], *, text: bool
+    ) -> AsyncGenerator[ChatChunk, None]:
+        assembler = ChunkAssembler(text=text)
+        # aclosing: when our consumer stops early, the upstream response is closed at once,
+        # not whenever the garbage collector gets to the inner generator.
+        async with contextlib.aclosing(self._client.stream(path, body)) as payloads:
+            async for payload in payloads:
+                if payload == DONE:
+                    assembler.done()
+                    continue
+                for chunk in assembler.feed(payload):
+                    yield chunk
+        for chunk in assembler.finish():
+            yield chunk
