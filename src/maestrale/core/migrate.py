@@ -19,10 +19,10 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "heads") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-async def upgrade_async(url: str, revision: str = "head") -> None:
+async def upgrade_async(url: str, revision: str = "heads") -> None:
     """Alembic drives its own event loop, so run it on a thread when called from async code."""
     await asyncio.to_thread(upgrade, url, revision)
