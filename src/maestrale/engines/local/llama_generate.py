@@ -1,0 +1,217 @@
+"""Token-by-token generation with llama.cpp, run on the model's worker thread.
+
+The loop is built on `Llama.generate` (sampling, grammar, KV-cache prefix reuse) rather than
+`create_completion`, so that one code path serves plain and streamed answers (a stream at
+temperature 0 concatenates to exactly the plain answer), token counts are exact, stop strings never
+leak into a stream, and a cancellation is noticed between two tokens.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import llama_cpp
+from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
+
+from maestrale.engines.local.llama_model import Vocabulary
+from maestrale.engines.types import ChatRequest, EngineError, Message
+
+# llama-cpp-python's schema converter lets control characters (raw newlines...) into strings,
+# which `json.loads` rejects; llama.cpp's own converter excludes them, and so do we.
+_LOOSE_CHAR = r'char ::= [^"\\] |'
+_STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+
+
+@dataclass(slots=True)
+class Sampling:
+    """How to pick tokens for one choice (llama.cpp's top_k 40 and min_p 0.05 apply on top)."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    stop: list[str] = field(default_factory=list)
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repeat_penalty: float = 1.1
+    grammar: LlamaGrammar | None = None
+    # Evaluate the prompt from scratch instead of reusing the cached prefix of the last request:
+    # llama.cpp's numerics differ slightly between the two, enough to change a sample.
+    fresh: bool = False
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How one choice ended; filled in by `generate` as it goes."""
+
+    finish_reason: str = "length"
+    completion_tokens: int = 0
+
+
+def content_text(content: Any) -> str:
+    """The text of a wire message `content`: a string, or its text chunks joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            chunk["text"]
+            for chunk in content
+            if isinstance(chunk, dict)
+            and chunk.get("type", "text") == "text"
+            and isinstance(chunk.get("text"), str)
+        )
+    return ""
+
+
+def check_tools(request: ChatRequest) -> None:
+    """Refuse a request that demands a tool call: the local models cannot make one."""
+    choice = request.tool_choice
+    if request.tools and (choice in ("any", "required") or isinstance(choice, dict)):
+        raise EngineError(
+            400,
+            "this local model cannot call tools: tool_choice must be 'auto' or 'none'",
+            code="tools_not_supported",
+        )
+
+
+def template_messages(messages: list[Message]) -> list[dict[str, str]]:
+    """Wire messages as plain {role, content} turns that any chat template accepts.
+
+    Tool results become user turns and past tool calls are written as text, because the model has
+    no tool support and many templates reject unknown roles; consecutive turns of one role are
+    merged, because many templates insist that roles alternate.
+    """
+    turns: list[dict[str, str]] = []
+    for message in messages:
+        role = message.get("role")
+        text = content_text(message.get("content"))
+        if role == "tool":
+            name = message.get("name") or "tool"
+            role, text = "user", f"Result of {name}: {text}"
+        elif role == "assistant" and message.get("tool_calls"):
+            calls = json.dumps(message["tool_calls"], ensure_ascii=False)
+            text = f"{text}\n{calls}" if text else calls
+        elif role not in ("system", "user", "assistant"):
+            role = "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + text
+        else:
+            turns.append({"role": str(role), "content": text})
+    return turns
+
+
+def _check_grammar(vocab: Vocabulary, gbnf: str) -> LlamaGrammar:
+    # llama.cpp returns NULL for a grammar it cannot parse, and adding NULL to a sampler chain
+    # crashes the process: build the grammar sampler once here and free it, to fail cleanly.
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab.handle, gbnf.encode(), b"root")
+    if not sampler:
+        raise EngineError(400, "response_format: invalid grammar", code="invalid_request")
+    llama_cpp.llama_sampler_free(sampler)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def grammar_for(vocab: Vocabulary, response_format: dict[str, Any] | None) -> LlamaGrammar | None:
+    """The grammar that constrains the output to the requested JSON (None for plain text)."""
+    kind = (response_format or {}).get("type")
+    if kind == "json_object":
+        return _check_grammar(vocab, JSON_GBNF)
+    if kind != "json_schema":
+        return None
+    spec = (response_format or {}).get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        # A json_schema format without a schema constrains nothing beyond JSON itself.
+        return _check_grammar(vocab, JSON_GBNF)
+    try:
+        gbnf = json_schema_to_gbnf(json.dumps(schema))
+    except Exception as exc:  # the converter raises whatever it meets; all mean "unsupported"
+        raise EngineError(
+            400,
+            f"json_schema: unsupported schema for the local model ({exc})",
+            code="invalid_request",
+        ) from exc
+    return _check_grammar(vocab, gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR))
+
+
+def _stop_at(text: str, stops: list[str], start: int) -> int | None:
+    """Where the earliest stop string found at or after `start` begins, if any."""
+    hits = [i for s in stops if (i := text.find(s, start)) >= 0]
+    return min(hits) if hits else None
+
+
+def _held_back(text: str, stops: list[str]) -> int:
+    """How many trailing characters might be the beginning of a stop string (not sent yet)."""
+    longest = 0
+    for stop in stops:
+        for size in range(min(len(stop) - 1, len(text)), longest, -1):
+            if text.endswith(stop[:size]):
+                longest = size
+                break
+    return longest
+
+
+def generate(
+    llm: llama_cpp.Llama,
+    vocab: Vocabulary,
+    prompt: list[int],
+    sampling: Sampling,
+    cancel: threading.Event,
+    outcome: Outcome,
+) -> Iterator[str]:
+    """Yield the completion of `prompt` piece by piece; `outcome` says how it ended.
+
+    Stops at an end-of-generation token or a stop string ("stop", the stop string excluded), at
+    `max_tokens` ("length"), or as soon as `cancel` is set ("cancelled").
+    """
+    stops = [s for s in sampling.stop if s]
+    longest_stop = max((len(s) for s in stops), default=0)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text, sent = "", 0
+    if sampling.max_tokens <= 0:
+        return
+    llm.set_seed(sampling.seed)
+    if sampling.fresh:
+        llm.reset()  # type: ignore[no-untyped-call]  # (llama-cpp-python leaves it unannotated)
+    tokens = llm.generate(
+        prompt,
+        temp=sampling.temperature,
+        top_p=sampling.top_p,
+        presence_penalty=sampling.presence_penalty,
+        frequency_penalty=sampling.frequency_penalty,
+        repeat_penalty=sampling.repeat_penalty,
+        grammar=sampling.grammar,
+    )
+    try:
+        for token in tokens:
+            if cancel.is_set():
+                outcome.finish_reason = "cancelled"
+                return
+            if vocab.is_end(token):
+                outcome.finish_reason = "stop"
+                text += decoder.decode(b"", final=True)
+                break
+            outcome.completion_tokens += 1
+            text += decoder.decode(llm.detokenize([token]))
+            cut = _stop_at(text, stops, max(sent - longest_stop, 0))
+            if cut is not None:
+                text = text[:cut]
+                outcome.finish_reason = "stop"
+                break
+            ready = len(text) - _held_back(text, stops)
+            if ready > sent:
+                yield text[sent:ready]
+                sent = ready
+            if outcome.completion_tokens >= sampling.max_tokens:
+                outcome.finish_reason = "length"
+                text += decoder.decode(b"", final=True)
+                break
+    finally:
+        # Closing the generator leaves the context consistent for the next request's prefix reuse.
+        tokens.close()
+    if len(text) > sent:
+        yield text[sent:]

