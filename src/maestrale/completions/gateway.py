@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from maestrale.accounting.recorder import Recorder
 from maestrale.catalog.config import ModelSpec
@@ -40,6 +40,7 @@ CAPABILITIES = {
     "embeddings": ("embeddings", EmbeddingsEngine, "embeddings"),
 }
 CLIENT_CLOSED = 499
+T = TypeVar("T")
 
 
 class ModelNotFound(NotFound):
@@ -133,45 +134,43 @@ class Gateway:
         for hook in self.hooks:
             call.reservation = await hook.before_call(call.info)
 
-    async def chat(self, call: Call, request: ChatRequest) -> ChatResult:
-        request.model = call.upstream
+    async def _invoke(
+        self,
+        call: Call,
+        work: Awaitable[T],
+        messages: list[dict[str, Any]] | None,
+        tools: list[dict[str, Any]] | None,
+    ) -> T:
+        """Await the engine, timing it; a failure is accounted for and mapped to an HTTP error."""
         started = time.perf_counter()
         try:
-            result: ChatResult = await call.engine.chat(request)
+            return await work
         except EngineError as exc:
             call.engine_seconds = time.perf_counter() - started
-            await self.finish(call, request.messages, request.tools, None, None, exc.status)
+            await self.finish(call, messages, tools, None, None, exc.status)
             raise engine_failure(exc, call.model) from exc
-        call.engine_seconds = time.perf_counter() - started
+        finally:
+            call.engine_seconds = time.perf_counter() - started
+
+    async def chat(self, call: Call, request: ChatRequest) -> ChatResult:
+        request.model = call.upstream
+        messages, tools = request.messages, request.tools
+        result: ChatResult = await self._invoke(call, call.engine.chat(request), messages, tools)
         outputs = [choice.message for choice in result.choices]
-        await self.finish(call, request.messages, request.tools, outputs, result.usage, 200)
+        await self.finish(call, messages, tools, outputs, result.usage, 200)
         return result
 
     async def fim(self, call: Call, request: FimRequest) -> ChatResult:
         request.model = call.upstream
-        started = time.perf_counter()
         messages = [{"role": "user", "content": request.prompt}]
-        try:
-            result: ChatResult = await call.engine.fim(request)
-        except EngineError as exc:
-            call.engine_seconds = time.perf_counter() - started
-            await self.finish(call, messages, None, None, None, exc.status)
-            raise engine_failure(exc, call.model) from exc
-        call.engine_seconds = time.perf_counter() - started
+        result: ChatResult = await self._invoke(call, call.engine.fim(request), messages, None)
         outputs = [choice.message for choice in result.choices]
         await self.finish(call, messages, None, outputs, result.usage, 200)
         return result
 
     async def embed(self, call: Call, request: EmbeddingRequest) -> EmbeddingResult:
         request.model = call.upstream
-        started = time.perf_counter()
-        try:
-            result: EmbeddingResult = await call.engine.embed(request)
-        except EngineError as exc:
-            call.engine_seconds = time.perf_counter() - started
-            await self.finish(call, None, None, None, None, exc.status)
-            raise engine_failure(exc, call.model) from exc
-        call.engine_seconds = time.perf_counter() - started
+        result: EmbeddingResult = await self._invoke(call, call.engine.embed(request), None, None)
         await self.finish(call, None, None, None, result.usage, 200)
         return result
 

@@ -15,6 +15,7 @@ from maestrale.completions.schemas import (
     NamedToolChoice,
 )
 from maestrale.core.errors import BadRequest
+from maestrale.engines.text import content_text
 
 # A cheap upper-bound estimate of tokens from characters, for the context-length check only
 # (engines count exactly); English averages ~4 characters per token.
@@ -28,14 +29,6 @@ class InvalidRequest(BadRequest):
 
 def _fail(message: str, param: str) -> InvalidRequest:
     return InvalidRequest(message, param=param)
-
-
-def _text_length(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):
-        return sum(len(c.get("text") or "") for c in content if isinstance(c, dict))
-    return 0
 
 
 def check_max_tokens(spec: ModelSpec, max_tokens: int | None, prompt_chars: int) -> None:
@@ -113,7 +106,7 @@ def validate_chat(request: ChatCompletionRequest, spec: ModelSpec) -> None:
     fmt = request.response_format
     if fmt is not None and fmt.type == "json_schema" and fmt.json_schema is None:
         raise _fail("response_format json_schema needs a `json_schema`", "response_format")
-    prompt_chars = sum(_text_length(m.content) for m in request.messages)
+    prompt_chars = sum(len(content_text(m.content)) for m in request.messages)
     check_max_tokens(spec, request.max_tokens, prompt_chars)
 
 

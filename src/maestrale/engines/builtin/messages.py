@@ -7,26 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from maestrale.engines.builtin.tokens import count_tokens
+from maestrale.engines.text import content_text
 from maestrale.engines.types import Message
-
-
-def content_text(content: Any) -> str:
-    """The text of a message `content`: a string, or the text chunks of a list joined by newlines.
-
-    Chunks are joined with newlines (not run together) so that a directive in its own text chunk
-    is still a line of its own. Non-text chunks (images, documents, ...) are ignored.
-    """
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            chunk["text"]
-            for chunk in content
-            if isinstance(chunk, dict)
-            and chunk.get("type", "text") == "text"
-            and isinstance(chunk.get("text"), str)
-        )
-    return ""
 
 
 @dataclass(slots=True, frozen=True)

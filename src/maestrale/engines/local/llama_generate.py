@@ -19,6 +19,7 @@ import llama_cpp
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
 from maestrale.engines.local.llama_model import Vocabulary
+from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, EngineError, Message
 
 # llama-cpp-python's schema converter lets control characters (raw newlines...) into strings,
@@ -51,21 +52,6 @@ class Outcome:
 
     finish_reason: str = "length"
     completion_tokens: int = 0
-
-
-def content_text(content: Any) -> str:
-    """The text of a wire message `content`: a string, or its text chunks joined by newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            chunk["text"]
-            for chunk in content
-            if isinstance(chunk, dict)
-            and chunk.get("type", "text") == "text"
-            and isinstance(chunk.get("text"), str)
-        )
-    return ""
 
 
 def check_tools(request: ChatRequest) -> None:
