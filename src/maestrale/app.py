@@ -22,15 +22,18 @@ from maestrale.completions.gateway import Gateway
 from maestrale.config import Settings, make_data_dir
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.cache import KeyCache
+from maestrale.core.auth.invalidation import Invalidator
 from maestrale.core.auth.repository import KeyRepository
-from maestrale.core.blobs import LocalBlobStore
 from maestrale.core.db import Database
 from maestrale.core.errors import install_error_handlers
 from maestrale.core.metrics import Metrics
 from maestrale.core.middleware import RequestContextMiddleware
 from maestrale.core.migrate import upgrade_async
+from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineRegistry
 from maestrale.jobs import build_registry
+from maestrale.limits.setup import build_limits, redis_client
+from maestrale.services import Services, make_blob_store
 
 log = logging.getLogger("maestrale")
 
@@ -66,9 +69,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.engines = EngineRegistry(load_catalog(settings.models))
     app.state.recorder = Recorder(db, interval=settings.accounting_flush_seconds)
     app.state.recorder.start()
-    app.state.gateway = Gateway(app.state.engines, app.state.recorder, db)
-    app.state.blobs = LocalBlobStore(settings.resolved_blob_dir)
-    app.state.job_registry = build_registry()
+    redis = redis_client(settings.redis_url)
+    app.state.redis = redis
+    invalidator = Invalidator(app.state.key_cache, redis)
+    app.state.invalidator = invalidator
+    limits = build_limits(settings, db, redis)
+    invalidator.subscribe_local(limits.provider.on_invalidation)
+    app.state.limits = limits
+    app.state.gateway = Gateway(app.state.engines, app.state.recorder, db, hooks=[limits.hook])
+    app.state.blobs = make_blob_store(settings)
+    app.state.secret_key = load_or_create_secret(settings.data_dir, _secret(settings.secret_key))
+    app.state.job_registry = build_registry(
+        Services(settings, db, app.state.blobs, app.state.gateway)
+    )
     async with db.session() as session:
         created = await bootstrap(
             session,
@@ -81,6 +94,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
     stop = asyncio.Event()
     tasks = [asyncio.create_task(_key_usage_loop(app), name="key-usage")]
+    if redis is not None:
+        subscribed = asyncio.Event()
+        tasks.append(asyncio.create_task(invalidator.listen(subscribed), name="invalidation"))
+        try:
+            await asyncio.wait_for(subscribed.wait(), timeout=5.0)
+        except TimeoutError:
+            log.warning("not subscribed to cache invalidations yet (Redis unreachable?)")
     if settings.worker:
         from maestrale.core.jobs.runner import run_worker
 
@@ -93,6 +113,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                     lease_seconds=settings.job_lease_seconds,
                     poll_seconds=settings.job_poll_seconds,
                     stop=stop,
+                    grace_seconds=settings.worker_grace_seconds,
                 ),
                 name="worker",
             )
@@ -116,6 +137,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             await _flush_key_usage(app)
         await app.state.recorder.close()
         await app.state.engines.aclose()
+        if redis is not None:
+            with contextlib.suppress(Exception):
+                await redis.aclose()
         await db.dispose()
 
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from maestrale.config import Settings, load_settings, make_data_dir
 from maestrale.core.logs import configure_logging
@@ -61,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
     _common(revoke)
     revoke.add_argument("key_id")
+    from maestrale.limits.commands import add_parser as add_limits_parser
+
+    add_limits_parser(sub, _common)
     return parser
 
 
@@ -99,23 +103,26 @@ async def _worker(settings: Settings, imports: list[str]) -> None:
     from maestrale.core.db import Database
     from maestrale.core.jobs.runner import load_job_modules, run_worker
     from maestrale.jobs import build_registry
+    from maestrale.services import open_services
 
-    registry = build_registry()
-    load_job_modules(registry, imports)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     db = Database(settings.resolved_database_url, pool_size=settings.database_pool_size)
     try:
-        await run_worker(
-            db,
-            registry,
-            concurrency=settings.worker_concurrency,
-            lease_seconds=settings.job_lease_seconds,
-            poll_seconds=settings.job_poll_seconds,
-            stop=stop,
-        )
+        async with open_services(settings, db) as services:
+            registry = build_registry(services)
+            load_job_modules(registry, imports)
+            await run_worker(
+                db,
+                registry,
+                concurrency=settings.worker_concurrency,
+                lease_seconds=settings.job_lease_seconds,
+                poll_seconds=settings.job_poll_seconds,
+                stop=stop,
+                grace_seconds=settings.worker_grace_seconds,
+            )
     finally:
         await db.dispose()
 
@@ -142,6 +149,11 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                 if not await keys.revoke(args.key_id):
                     print(f"no active key with id {args.key_id}", file=sys.stderr)
                     return 1
+                await _audit_key(session, args.key_id, "api_key.delete")
+                await session.commit()  # then tell the running replicas (with Redis)
+                from maestrale.core.auth.invalidation import Invalidation, publish_once
+
+                await publish_once(settings.redis_url, [Invalidation("key", args.key_id)])
                 print(f"revoked {args.key_id}")
                 return 0
             ws = (
@@ -166,11 +178,35 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                 name=args.name,
                 expires_at=expires,
             )
+            await _audit_key(session, row.id, "api_key.create")
             print(f"id: {row.id}", file=sys.stderr)
             print(clear)
             return 0
     finally:
         await db.dispose()
+
+
+async def _audit_key(session: Any, key_id: str, action: str) -> None:
+    from maestrale.admin.audit import audit_entry
+    from maestrale.core.auth.tables import ApiKey
+
+    key = await session.get(ApiKey, key_id)
+    state = {"kind": key.kind, "name": key.name, "hidden_key": key.hidden_key}
+    session.add(
+        audit_entry(
+            organization_id=key.organization_id,
+            actor="cli",
+            action=action,
+            target_type="api_key",
+            target_id=key_id,
+            before=state if action.endswith("delete") else None,
+            after={
+                **state,
+                "workspace_id": key.workspace_id,
+                "revoked": key.revoked_at is not None,
+            },
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,6 +230,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         print("database is up to date")
         return 0
+    if args.command == "limits":
+        from maestrale.limits.commands import run as run_limits
+
+        return asyncio.run(run_limits(settings, args))
     return asyncio.run(_keys(settings, args))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -16,6 +16,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from maestrale.limits.settings import LimitsConfig
 
 
 class Settings(BaseSettings):
@@ -30,7 +32,25 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(default=10, ge=1)
     models: Path | None = Field(default=None, description="TOML model catalog merged over defaults")
     blob_dir: Path | None = None
+    blob_backend: Literal["local", "s3"] = "local"
+    s3_bucket: str | None = Field(default=None, description="bucket of the s3 blob backend")
+    s3_endpoint_url: str | None = Field(
+        default=None, description="S3-compatible endpoint (MinIO, Ceph...); AWS when unset"
+    )
+    s3_region: str | None = None
+    s3_prefix: str = Field(default="", description="key prefix inside the bucket")
     redis_url: str | None = None
+    secret_key: SecretStr | None = Field(
+        default=None, description="signs file URLs; generated into the data dir when unset"
+    )
+    public_url: str | None = Field(
+        default=None, description="base URL of signed links (default: the request's own)"
+    )
+    max_upload_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    batch_concurrency: int = Field(default=16, ge=1, le=1024, description="lines per job")
+    batch_max_concurrency: int = Field(
+        default=64, ge=1, le=4096, description="lines in flight per worker, all jobs together"
+    )
 
     bootstrap_api_key: SecretStr | None = None
     bootstrap_admin_key: SecretStr | None = None
@@ -40,12 +60,27 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=4, ge=1, le=256)
     job_lease_seconds: float = Field(default=30.0, gt=0)
     job_poll_seconds: float = Field(default=0.5, gt=0)
+    worker_grace_seconds: float = Field(
+        default=10.0, ge=0, description="at shutdown, running jobs finish or are handed back"
+    )
 
     accounting_flush_seconds: float = Field(
         default=0.25, gt=0, le=1.0, description="usage and events are durable within this"
     )
     auth_cache_ttl: float = Field(
         default=1.0, ge=0, description="seconds a verified key is trusted before re-reading it"
+    )
+    limits: LimitsConfig = Field(
+        default_factory=LimitsConfig, description="default rate and spend limits (see README)"
+    )
+    limits_cache_ttl: float = Field(
+        default=1.0, ge=0, description="seconds an organization's limits are trusted in memory"
+    )
+    limits_reservation_ttl: float = Field(
+        default=900.0, gt=0, description="a reservation never settled (crash) is freed after this"
+    )
+    limits_fail_open: bool = Field(
+        default=False, description="admit calls when the counter store (Redis) is unreachable"
     )
     gc_freeze: bool = Field(default=True, description="gc.freeze() after start-up")
     log_level: str = "INFO"

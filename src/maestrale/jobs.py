@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from maestrale.core.jobs.worker import JobRegistry
 
+if TYPE_CHECKING:
+    from maestrale.services import Services
 
-def build_registry() -> JobRegistry:
+
+def build_registry(services: Services | None = None) -> JobRegistry:
     """All job kinds this installation runs. Domains add `registry.register(...)` calls here as
-    they gain background work (batch lines, campaigns, fine-tuning, imports)."""
-    return JobRegistry()
+    they gain background work (batch lines, campaigns, fine-tuning, imports). Kinds that call
+    models or touch blobs need `services`; without them only self-contained kinds register."""
+    registry = JobRegistry()
+    if services is not None:
+        from maestrale.batch.tasks import register as register_batch
+        from maestrale.files.tasks import register as register_files
+
+        register_files(registry, services.blobs)
+        register_batch(registry, services)
+    return registry

@@ -1,19 +1,27 @@
 """Imports every domain's tables so that `Base.metadata` is complete (migrations, checks)."""
 
 from maestrale.accounting import tables as accounting_tables
+from maestrale.admin import tables as admin_tables
+from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
 from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
+from maestrale.files import tables as file_tables
+from maestrale.limits import tables as limits_tables
 from maestrale.observability import tables as observability_tables
 
 metadata = Base.metadata
 
 __all__ = [
     "accounting_tables",
+    "admin_tables",
     "auth_tables",
+    "batch_tables",
     "catalog_tables",
+    "file_tables",
     "job_tables",
+    "limits_tables",
     "metadata",
     "observability_tables",
 ]

@@ -4,7 +4,9 @@ The request path only appends a row to an in-memory buffer (no I/O, no await); a
 writes the buffer in one transaction every `interval` seconds (0.25 s by default, so a call is
 durable within a second), and `close()` writes what is left at shutdown. A failed write is
 retried on the next tick, the buffer bounded so that a long database outage cannot exhaust
-memory (the oldest rows are dropped then, and counted in the log).
+memory (the oldest rows are dropped then, and counted in the log). A row the database refuses
+(NUL characters, which Postgres cannot store) must not block every row behind it: such a batch is
+written again with its text scrubbed, and a row still refused is dropped and logged.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import logging
 from typing import Any
 
 from sqlalchemy import insert
+from sqlalchemy.exc import DBAPIError
 
 from maestrale.accounting.tables import UsageRecord
-from maestrale.core.db import Database
+from maestrale.core.db import Database, is_data_error
 from maestrale.observability.tables import ChatCompletionEvent
 
 log = logging.getLogger("maestrale.accounting")
@@ -56,16 +59,47 @@ class Recorder:
                 return
             self._usage, self._events = [], []
             try:
-                async with self.db.session() as session:
-                    if usage:
-                        await session.execute(insert(UsageRecord), usage)
-                    if events:
-                        await session.execute(insert(ChatCompletionEvent), events)
+                try:
+                    await self._write(usage, events)
+                except DBAPIError as exc:
+                    if not is_data_error(exc):
+                        raise
+                    await self._salvage(_scrub(usage), _scrub(events))
             except Exception:
                 # Put them back in front: written on the next tick, in order.
                 self._usage[:0] = usage
                 self._events[:0] = events
                 raise
+
+    async def _write(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        async with self.db.session() as session:
+            if usage:
+                await session.execute(insert(UsageRecord), usage)
+            if events:
+                await session.execute(insert(ChatCompletionEvent), events)
+
+    async def _salvage(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        try:
+            await self._write(usage, events)
+            return
+        except DBAPIError as exc:
+            if not is_data_error(exc):
+                raise
+        dropped = 0
+        for row in usage:
+            dropped += not await self._write_one([row], [])
+        for row in events:
+            dropped += not await self._write_one([], [row])
+        log.error("dropped %d accounting rows the database refused", dropped)
+
+    async def _write_one(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
+        try:
+            await self._write(usage, events)
+        except DBAPIError as exc:
+            if not is_data_error(exc):
+                raise
+            return False
+        return True
 
     async def _run(self) -> None:
         while True:
@@ -84,3 +118,14 @@ class Recorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.flush()
+
+
+def _scrub(value: Any) -> Any:
+    """The value with NUL characters replaced in every string (Postgres stores no NUL)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _scrub(item) for key, item in value.items()}
+    return value

@@ -1,16 +1,23 @@
 """The /v1/admin tree. Every route of it needs an admin key in `x-api-key`; a standard key, of
-whatever role, never opens it. Until a path is implemented, an admin key gets a JSON 404 there and
-anyone else a 401, so the tree reveals nothing to callers without an admin key."""
+whatever role, never opens it. An unknown admin path gets a JSON 404 with an admin key and a 401
+for anyone else, so the tree reveals nothing to callers without an admin key."""
 
 from __future__ import annotations
 
 from fastapi import Depends
 
+from maestrale.admin.billing_router import router as billing_router
+from maestrale.admin.groups_router import router as groups_router
+from maestrale.admin.keys_router import router as keys_router
+from maestrale.admin.users_router import router as users_router
+from maestrale.admin.workspaces_router import router as workspaces_router
 from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.errors import NotFound
 from maestrale.core.routing import domain_router
 
 router = domain_router(prefix="/admin", tags=["admin"], dependencies=[Depends(admin_principal)])
+for _sub in (keys_router, users_router, workspaces_router, groups_router, billing_router):
+    router.include_router(_sub)
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 

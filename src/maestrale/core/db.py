@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, MetaData, event
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -52,6 +53,23 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def sqlstate_of(exc: DBAPIError) -> str | None:
+    """The SQLSTATE of a driver error (Postgres), or None (SQLite has none)."""
+    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """A value the database refuses (SQLSTATE class 22: NUL in text, too long, out of range)."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    state = sqlstate_of(exc)
+    return state is not None and state.startswith("22")
 
 
 def is_sqlite(url: str) -> bool:

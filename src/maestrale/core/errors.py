@@ -15,6 +15,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from maestrale.core.db import sqlstate_of
+
 log = logging.getLogger("maestrale.errors")
 
 
@@ -166,7 +168,7 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """A value the database refuses (SQLSTATE class 22: too long, bad encoding, out of range) is
     the caller's error; a database that cannot be reached is a 503; anything else is a bug."""
     assert isinstance(exc, DBAPIError)
-    sqlstate = _sqlstate(exc)
+    sqlstate = sqlstate_of(exc)
     if sqlstate is not None and sqlstate.startswith("22"):
         body = error_body(
             "a value of the request cannot be stored (too long, out of range or invalid text)",
@@ -179,14 +181,6 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
         body = error_body("the database is unavailable", "api_error", "database_unavailable")
         return JSONResponse(body, status_code=503)
     raise exc
-
-
-def _sqlstate(exc: DBAPIError) -> str | None:
-    for candidate in (exc.orig, getattr(exc.orig, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
-        if isinstance(code, str):
-            return code
-    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -2,8 +2,10 @@
 
 A verified key is trusted for `ttl` seconds, then read again: a key revoked on another replica
 (or with `maestrale keys revoke`) is refused everywhere within `ttl` (1 s by default), and at
-once on the replica that revoked it. Expiry is checked on every request from the cached
-expiry time. `last_used_at` is recorded in memory and written in batches by a background task.
+once on the replica that revoked it. With Redis, revocations are also published to every replica
+(`maestrale.core.auth.invalidation`), which then drop the key at once. Expiry is checked on
+every request from the cached expiry time. `last_used_at` is recorded in memory and written in
+batches by a background task.
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ class KeyCache:
     def invalidate_key(self, key_id: str) -> None:
         for key_hash, (principal, _) in list(self._entries.items()):
             if principal.key_id == key_id:
+                del self._entries[key_hash]
+
+    def invalidate_keys(self, key_ids: set[str]) -> None:
+        for key_hash, (principal, _) in list(self._entries.items()):
+            if principal.key_id in key_ids:
+                del self._entries[key_hash]
+
+    def invalidate_workspace(self, workspace_id: str) -> None:
+        """Drop every key of a workspace (archived): they are read again, and refused."""
+        for key_hash, (principal, _) in list(self._entries.items()):
+            if principal.workspace_id == workspace_id:
                 del self._entries[key_hash]
 
     def clear(self) -> None:

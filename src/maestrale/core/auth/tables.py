@@ -48,6 +48,7 @@ class User(Base):
     first_name: Mapped[str | None] = mapped_column(String(200), default=None)
     last_name: Mapped[str | None] = mapped_column(String(200), default=None)
     roles: Mapped[list[str]] = mapped_column(JSONDoc, default=list)
+    subscription_types: Mapped[list[str] | None] = mapped_column(JSONDoc, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -1,0 +1,1 @@
+"""The /v1/batch/jobs group: durable jobs running many requests of one endpoint."""

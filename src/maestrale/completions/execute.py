@@ -1,0 +1,259 @@
+"""The steps of a completion call, shared by the live endpoints and batch lines: open the call
+(model and capability), validate, admit (limits), build the engine request, call the engine and
+shape the response body. The routers add only HTTP concerns (streaming, headers); batch lines run
+`execute()`, so a line is validated, limited, accounted and answered exactly as the endpoint
+would answer the same body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from maestrale.completions.gateway import Call, Gateway
+from maestrale.completions.hooks import Caller
+from maestrale.completions.schemas import (
+    ChatCompletionRequest,
+    EmbeddingRequest,
+    FIMCompletionRequest,
+)
+from maestrale.completions.shapes import completion_body, encode_vector, quantize, usage_dict
+from maestrale.completions.validation import (
+    CHARS_PER_TOKEN,
+    engine_messages,
+    validate_chat,
+    validate_embeddings,
+    validate_fim,
+)
+from maestrale.core.validation import RequestInvalid
+from maestrale.engines.types import ChatRequest, FimRequest
+from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
+
+
+def _merged(metadata: dict[str, Any] | None, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    # The live path has no extra: no copy there.
+    return {**(metadata or {}), **extra} if extra else (metadata or {})
+
+
+def estimate_tokens(chars: int, max_tokens: int | None) -> int:
+    """The worst case the limits hook reserves: prompt tokens (estimated) plus max_tokens."""
+    return chars // CHARS_PER_TOKEN + (max_tokens or 0)
+
+
+async def prepare_chat(
+    gateway: Gateway,
+    caller: Caller,
+    body: ChatCompletionRequest,
+    *,
+    correlation_id: str,
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Call, ChatRequest]:
+    """Open, validate and admit a chat call; return it with the engine request to send."""
+    call = await gateway.open(
+        caller, body.model, "chat", correlation_id=correlation_id, source=source
+    )
+    call.extra = _merged(body.metadata, extra)
+    validate_chat(body, call.spec)
+    chars = sum(len(str(m.content or "")) for m in body.messages)
+    await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
+    tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None
+    engine_request = ChatRequest(
+        model=call.upstream,
+        messages=engine_messages(body.messages),
+        tools=tools,
+        tool_choice=(
+            body.tool_choice.model_dump()
+            if body.tool_choice is not None and not isinstance(body.tool_choice, str)
+            else body.tool_choice
+        ),
+        parallel_tool_calls=body.parallel_tool_calls,
+        response_format=body.response_format.model_dump(by_alias=True, exclude_none=True)
+        if body.response_format
+        else None,
+        max_tokens=body.max_tokens,
+        stop=body.stop_list(),
+        temperature=body.temperature,
+        top_p=body.top_p,
+        random_seed=body.random_seed,
+        n=body.n or 1,
+        presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
+    )
+    return call, engine_request
+
+
+async def complete_chat(
+    gateway: Gateway, call: Call, model: str, engine_request: ChatRequest
+) -> dict[str, Any]:
+    """Call the engine (accounted by the gateway) and shape the chat completion body."""
+    result = await gateway.chat(call, engine_request)
+    return completion_body(call.completion_id, model, call.created, result)
+
+
+async def prepare_fim(
+    gateway: Gateway,
+    caller: Caller,
+    body: FIMCompletionRequest,
+    *,
+    correlation_id: str,
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Call, FimRequest]:
+    """Open, validate and admit a FIM call; return it with the engine request to send."""
+    chars = len(body.prompt) + len(body.suffix or "")
+    call = await gateway.open(
+        caller, body.model, "fim", correlation_id=correlation_id, source=source
+    )
+    call.extra = _merged(body.metadata, extra)
+    validate_fim(body, call.spec)
+    await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
+    engine_request = FimRequest(
+        model=call.upstream,
+        prompt=body.prompt,
+        suffix=body.suffix,
+        max_tokens=body.max_tokens,
+        min_tokens=body.min_tokens,
+        stop=body.stop_list(),
+        temperature=body.temperature,
+        top_p=body.top_p,
+        random_seed=body.random_seed,
+    )
+    return call, engine_request
+
+
+async def complete_fim(
+    gateway: Gateway, call: Call, model: str, engine_request: FimRequest
+) -> dict[str, Any]:
+    """Call the engine (accounted by the gateway) and shape the FIM completion body."""
+    result = await gateway.fim(call, engine_request)
+    return completion_body(call.completion_id, model, call.created, result)
+
+
+async def run_embeddings(
+    gateway: Gateway,
+    caller: Caller,
+    body: EmbeddingRequest,
+    *,
+    correlation_id: str,
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Call, dict[str, Any]]:
+    """The whole embeddings call: validate, open, admit, embed, and the response body."""
+    inputs = validate_embeddings(body)
+    call = await gateway.open(
+        caller, body.model, "embeddings", correlation_id=correlation_id, source=source
+    )
+    call.extra = _merged(body.metadata, extra)
+    await gateway.admit(call, estimate_tokens(sum(map(len, inputs)), 0))
+    result = await gateway.embed(
+        call,
+        EngineEmbeddingRequest(
+            model=call.upstream, inputs=inputs, output_dimension=body.output_dimension
+        ),
+    )
+    data = [
+        {
+            "object": "embedding",
+            "embedding": encode_vector(
+                quantize(vector, body.output_dtype), body.encoding_format, body.output_dtype
+            ),
+            "index": i,
+        }
+        for i, vector in enumerate(result.vectors)
+    ]
+    response = {
+        "id": f"embd-{call.completion_id[5:]}",
+        "object": "list",
+        "model": body.model,
+        "data": data,
+        "usage": usage_dict(result.usage),
+    }
+    return call, response
+
+
+# One non-streamed call of an endpoint, from its JSON body to its response body.
+Executor = Callable[[Gateway, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[Any]]
+
+
+def _parse(model: type[BaseModel], body: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise RequestInvalid(exc) from exc
+
+
+async def _chat(
+    gateway: Gateway,
+    caller: Caller,
+    body: dict[str, Any],
+    correlation_id: str,
+    source: str,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    request: ChatCompletionRequest = _parse(ChatCompletionRequest, body)
+    call, engine_request = await prepare_chat(
+        gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
+    )
+    return await complete_chat(gateway, call, request.model, engine_request)
+
+
+async def _fim(
+    gateway: Gateway,
+    caller: Caller,
+    body: dict[str, Any],
+    correlation_id: str,
+    source: str,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    request: FIMCompletionRequest = _parse(FIMCompletionRequest, body)
+    call, engine_request = await prepare_fim(
+        gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
+    )
+    return await complete_fim(gateway, call, request.model, engine_request)
+
+
+async def _embeddings(
+    gateway: Gateway,
+    caller: Caller,
+    body: dict[str, Any],
+    correlation_id: str,
+    source: str,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    request: EmbeddingRequest = _parse(EmbeddingRequest, body)
+    _, response = await run_embeddings(
+        gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
+    )
+    return response
+
+
+# Endpoint path → (gateway capability of its model, executor). Batch jobs accept exactly these
+# endpoints; a domain that adds an endpoint batch may call registers it here.
+EXECUTORS: Mapping[str, tuple[str, Executor]] = MappingProxyType(
+    {
+        "/v1/chat/completions": ("chat", _chat),
+        "/v1/fim/completions": ("fim", _fim),
+        "/v1/embeddings": ("embeddings", _embeddings),
+    }
+)
+
+
+async def execute(
+    gateway: Gateway,
+    caller: Caller,
+    endpoint: str,
+    body: dict[str, Any],
+    *,
+    correlation_id: str,
+    source: str,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Answer one non-streamed request of `endpoint` as the live endpoint would: the response
+    body, or the AppError (status and body) the endpoint would have answered."""
+    _, run = EXECUTORS[endpoint]
+    result: dict[str, Any] = await run(gateway, caller, body, correlation_id, source, extra or {})
+    return result

@@ -1,0 +1,1 @@
+"""The /v1/files group: uploads streamed to blob storage, downloads, signed links."""

@@ -1,0 +1,48 @@
+"""Wiring of the limits for a process: the Redis client (when configured), the counters, the
+provider of each organization's limits and the gateway hook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from maestrale.config import Settings
+from maestrale.core.db import Database
+from maestrale.limits.counters import CounterBackend
+from maestrale.limits.hook import LimitsHook
+from maestrale.limits.memory import MemoryCounters
+from maestrale.limits.policy import LimitsProvider
+
+
+def redis_client(url: str | None) -> Any:
+    """The process's Redis client (counters and invalidations), or None without Redis."""
+    if not url:
+        return None
+    from redis.asyncio import Redis
+
+    return Redis.from_url(url, health_check_interval=30)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    provider: LimitsProvider
+    counters: CounterBackend
+    hook: LimitsHook
+
+
+def build_limits(settings: Settings, db: Database, redis: Any | None) -> Limits:
+    """In-process counters on one node; Redis counters (one shared budget) when configured.
+
+    Any process whose gateway calls models (API replicas, standalone batch workers) should
+    register `hook` so that every call counts against the same limits.
+    """
+    provider = LimitsProvider(db, settings.limits, settings.limits_cache_ttl)
+    counters: CounterBackend
+    if redis is None:
+        counters = MemoryCounters(reservation_ttl=settings.limits_reservation_ttl)
+    else:
+        from maestrale.limits.redis_counters import RedisCounters
+
+        counters = RedisCounters(redis, reservation_ttl=settings.limits_reservation_ttl)
+    hook = LimitsHook(provider, counters, db, fail_open=settings.limits_fail_open)
+    return Limits(provider, counters, hook)
