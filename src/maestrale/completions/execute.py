@@ -29,6 +29,7 @@ from maestrale.completions.validation import (
     validate_fim,
 )
 from maestrale.core.validation import RequestInvalid
+from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, FimRequest
 from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
 
@@ -39,7 +40,9 @@ def _merged(metadata: dict[str, Any] | None, extra: Mapping[str, Any] | None) ->
 
 
 def estimate_tokens(chars: int, max_tokens: int | None) -> int:
-    """The worst case the limits hook reserves: prompt tokens (estimated) plus max_tokens."""
+    """What the limits hook reserves: the prompt's tokens (estimated) plus max_tokens. Without
+    max_tokens the completion is not reserved (reserving the whole context would refuse every
+    call under a limit smaller than it): such calls can overshoot by what is in flight."""
     return chars // CHARS_PER_TOKEN + (max_tokens or 0)
 
 
@@ -58,7 +61,7 @@ async def prepare_chat(
     )
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
-    chars = sum(len(str(m.content or "")) for m in body.messages)
+    chars = sum(len(content_text(m.content)) for m in body.messages)
     await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
     tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None
     engine_request = ChatRequest(
