@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator
+import os
+import socket
+from collections.abc import AsyncGenerator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
+from aiohttp.http_exceptions import HttpProcessingError
+from yarl import URL
 
+from maestrale.engines.openai_compat import pool
 from maestrale.engines.openai_compat.options import UpstreamConfig
 from maestrale.engines.openai_compat.sse import SSEParser
 from maestrale.engines.openai_compat.wire import error_message, loads
@@ -24,14 +28,20 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 # A 429 is worth waiting for only when the upstream promises a slot this soon (seconds).
 MAX_RETRY_AFTER = 2.0
 _STREAM_HEADERS = MappingProxyType({"accept": "text/event-stream"})
+# What a failed exchange with the upstream raises (timeouts, an OSError too, are caught first).
+_TRANSPORT_ERRORS = (aiohttp.ClientError, HttpProcessingError, OSError)
 # Failures that happen before an upstream answer could have reached our client, so another
-# attempt is invisible to it: refused or dropped connections (a stale keep-alive one included).
+# attempt is invisible to it: refused or dropped connections (a stale keep-alive one included),
+# and answers cut or garbled on the wire.
 _RETRYABLE_TRANSPORT = (
-    httpx.ConnectError,
-    httpx.RemoteProtocolError,
-    httpx.ReadError,
-    httpx.WriteError,
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    aiohttp.ClientResponseError,
+    HttpProcessingError,
+    OSError,
 )
+# The smallest time budget passed to aiohttp: it takes zero for "no limit".
+_MIN_BUDGET = 0.001
 
 
 class _Retry(Exception):
@@ -57,20 +67,30 @@ def _empty_stream_error() -> EngineError:
     return EngineError(502, "upstream closed the stream without data", code="upstream_error")
 
 
-def _transport_failure(exc: httpx.TransportError) -> _Retry | EngineError:
-    if isinstance(exc, httpx.TimeoutException):
-        return timeout_error()
+def _detail(exc: BaseException) -> str:
+    """What went wrong, without the upstream's address (aiohttp puts it in its messages)."""
+    cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+    if isinstance(cause, socket.gaierror):
+        return "name resolution failed"
+    if isinstance(cause, OSError) and cause.errno:
+        return os.strerror(cause.errno)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return type(exc).__name__
+    return str(exc) or type(exc).__name__
+
+
+def _transport_failure(exc: BaseException) -> _Retry | EngineError:
     # The upstream URL stays out of the message: it goes to the client; the log has it.
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError):
+    detail = _detail(exc)
+    if isinstance(exc, aiohttp.ClientConnectorError):
         error = EngineError(502, f"upstream unreachable: {detail}", code="upstream_unreachable")
     else:
         error = EngineError(502, f"upstream connection failed: {detail}", code="upstream_error")
     return _Retry(error) if isinstance(exc, _RETRYABLE_TRANSPORT) else error
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after")
     if value is None:
         return None
     try:
@@ -80,13 +100,14 @@ def _retry_after(response: httpx.Response) -> float | None:
     return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
 
 
-def _status_failure(response: httpx.Response) -> _Retry | EngineError:
-    status = response.status_code
-    message = error_message(response.content, status)
+def _status_failure(
+    status: int, headers: Mapping[str, str], content: bytes
+) -> _Retry | EngineError:
+    message = error_message(content, status)
     if status >= 500:
         message = f"upstream returned HTTP {status}: {message}"
     error = EngineError(status, message, code="upstream_error")
-    wait = _retry_after(response)
+    wait = _retry_after(headers)
     if status in RETRY_STATUSES or (status == 429 and wait is not None):
         return _Retry(error, wait)
     return error
@@ -98,14 +119,20 @@ class UpstreamClient:
     Calls are retried only while nothing of the answer has been passed on: on refused or dropped
     connections, on 502/503/504, and on 429 when Retry-After is at most 2 s; with exponential
     backoff, within the call's total time budget (`timeout`).
+
+    The aiohttp session is created on first use, inside the running event loop (the client may
+    be built outside one), and closed by `aclose`.
     """
 
     def __init__(self, config: UpstreamConfig) -> None:
         options = config.options
+        self._options = options
         self._base = config.base_url.rstrip("/")
+        base = URL(self._base)
         # For logs: the base URL without any user:password part.
-        self._where = str(httpx.URL(self._base).copy_with(userinfo=b""))
+        self._where = str(base.with_user(None))
         self._timeout = options.timeout
+        self._connect_timeout = options.connect_timeout
         self._retries = options.retries
         self._backoff = options.retry_backoff
         headers = {
@@ -116,22 +143,48 @@ class UpstreamClient:
         }
         if config.api_key:
             headers["authorization"] = f"Bearer {config.api_key}"
-        keepalive = options.max_keepalive_connections
-        self._http = httpx.AsyncClient(
+        self._headers = headers
+        self._proxy, self._proxy_auth = pool.env_proxy(base)
+        self._urls: dict[str, URL] = {}
+        self._http: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._loop is not loop:
+            self._http = pool.session(self._options, self._headers)
+            self._loop = loop
+        return self._http
+
+    def _url(self, path: str) -> URL:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = URL(self._base + path)
+        return url
+
+    def _budget(self, deadline: float) -> aiohttp.ClientTimeout:
+        """The time left until `deadline`, for all of one attempt (connect, send, read)."""
+        left = max(deadline - asyncio.get_running_loop().time(), _MIN_BUDGET)
+        return aiohttp.ClientTimeout(total=left, connect=min(self._connect_timeout, left))
+
+    def _request(
+        self, url: URL, payload: bytes, deadline: float, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        return self._session().post(
+            url,
+            data=payload,
             headers=headers,
-            # Per-operation limits; the total budget is enforced around each call below.
-            timeout=httpx.Timeout(options.timeout, connect=options.connect_timeout),
-            limits=httpx.Limits(
-                max_connections=options.max_connections,
-                max_keepalive_connections=(
-                    options.max_connections if keepalive is None else keepalive
-                ),
-            ),
+            timeout=self._budget(deadline),
+            allow_redirects=False,
+            proxy=self._proxy,
+            proxy_auth=self._proxy_auth,
         )
 
     async def aclose(self) -> None:
         """Close every pooled connection."""
-        await self._http.aclose()
+        http, self._http, self._loop = self._http, None, None
+        if http is not None:
+            await http.close()
 
     def _wait(self, failure: _Retry, attempt: int, deadline: float, path: str) -> float | None:
         """How long to wait before the next attempt, or None when there is to be none."""
@@ -155,22 +208,22 @@ class UpstreamClient:
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
         """POST `body` to `path` and return the parsed JSON answer; raise `EngineError`."""
-        url = self._base + path
+        url = self._url(path)
         payload = orjson.dumps(body)
         deadline = asyncio.get_running_loop().time() + self._timeout
         attempt = 0
         while True:
             try:
-                async with asyncio.timeout_at(deadline):
-                    response = await self._http.post(url, content=payload)
+                async with self._request(url, payload, deadline) as response:
+                    content = await response.read()
             except TimeoutError:
                 raise timeout_error() from None
-            except httpx.TransportError as exc:
+            except _TRANSPORT_ERRORS as exc:
                 failure = _transport_failure(exc)
             else:
-                if response.status_code < 400:
-                    return loads(response.content)
-                failure = _status_failure(response)
+                if response.status < 400:
+                    return loads(content)
+                failure = _status_failure(response.status, response.headers, content)
             if isinstance(failure, EngineError):
                 raise failure
             wait = self._wait(failure, attempt, deadline, path)
@@ -185,7 +238,7 @@ class UpstreamClient:
         `[DONE]` is yielded too, and the rest of the body is still read after it so that the
         connection goes back to the pool. Closing the generator closes the upstream response.
         """
-        url = self._base + path
+        url = self._url(path)
         payload = orjson.dumps(body)
         deadline = asyncio.get_running_loop().time() + self._timeout
         attempt = 0
@@ -193,35 +246,35 @@ class UpstreamClient:
             started = False
             failure: _Retry | EngineError
             try:
-                async with contextlib.AsyncExitStack() as stack:
-                    async with asyncio.timeout_at(deadline):
-                        response = await stack.enter_async_context(
-                            self._http.stream("POST", url, content=payload, headers=_STREAM_HEADERS)
-                        )
-                        if response.status_code >= 400:
-                            await response.aread()
-                    if response.status_code >= 400:
-                        failure = _status_failure(response)
-                    else:
-                        parser = SSEParser()
-                        chunks = response.aiter_bytes()
-                        while True:
-                            # The timeout scope wraps the read only: left open across the yield,
-                            # it would cancel whatever our consumer happens to be doing.
-                            async with asyncio.timeout_at(deadline):
-                                chunk = await anext(chunks, None)
-                            for data in parser.close() if chunk is None else parser.feed(chunk):
+                # The time budget covers every read, but a timeout that expires while our
+                # consumer works is raised at the next read only, never into the consumer.
+                async with self._request(url, payload, deadline, _STREAM_HEADERS) as response:
+                    try:
+                        if response.status >= 400:
+                            content = await response.read()
+                            failure = _status_failure(response.status, response.headers, content)
+                        else:
+                            parser = SSEParser()
+                            read = response.content.readany
+                            while chunk := await read():
+                                for data in parser.feed(chunk):
+                                    started = True
+                                    yield data
+                            for data in parser.close():
                                 started = True
                                 yield data
-                            if chunk is None:
-                                break
-                        if started:
-                            return
-                        failure = _Retry(_empty_stream_error())
+                            if started:
+                                return
+                            failure = _Retry(_empty_stream_error())
+                    finally:
+                        # Stopped early (consumer gone, error): drop the connection at once
+                        # rather than read the rest of an answer nobody wants.
+                        if not response.content.is_eof():
+                            response.close()
             except TimeoutError:
                 raise timeout_error() from None
-            except httpx.TransportError as exc:
-                if started and not isinstance(exc, httpx.TimeoutException):
+            except _TRANSPORT_ERRORS as exc:
+                if started:
                     raise interrupted_error() from None
                 failure = _transport_failure(exc)
             if isinstance(failure, EngineError):
