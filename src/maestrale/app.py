@@ -38,6 +38,7 @@ from maestrale.services import Services, make_blob_store
 log = logging.getLogger("maestrale")
 
 KEY_USAGE_FLUSH_SECONDS = 30.0
+GC_THRESHOLDS = (7_000, 20, 100)
 
 
 async def _flush_key_usage(app: FastAPI) -> None:
@@ -123,6 +124,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.gc_freeze:
         gc.collect()
         gc.freeze()
+        # Fewer young collections and rare full ones: a full collection of a busy server's
+        # heap is what stalls requests (DESIGN §8).
+        gc.set_threshold(*GC_THRESHOLDS)
     try:
         yield
     finally:

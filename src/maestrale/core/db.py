@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import JSON, DateTime, MetaData, event
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -85,12 +86,23 @@ def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None
     cursor.close()
 
 
+def _json_dumps(value: Any) -> str:
+    # JSON columns are serialised on the event loop's thread: orjson keeps that short.
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=_json_dumps)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        json_serializer=_json_dumps,
+    )
 
 
 class Database:
