@@ -3,7 +3,8 @@ given): `role` vs `role_name` (both deprecated), `role_names` vs `roles`."""
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Sequence
+from typing import ClassVar, Self
 
 from pydantic import BaseModel, field_validator, model_validator
 
@@ -15,24 +16,29 @@ def _exclusive(a: object, b: object, names: tuple[str, str]) -> None:
         raise ValueError(f"`{names[0]}` and `{names[1]}` are mutually exclusive; send only one")
 
 
-class OrgRoleFields(BaseModel):
+class _RoleFields(BaseModel):
+    """The four role fields of one scope; subclasses name the scope's catalog and role names."""
+
+    _catalog: ClassVar[R.RoleCatalog]
+    _scope: ClassVar[str]
+
     role: str | None = None
-    role_name: R.OrgRoleName | None = None
-    role_names: list[R.OrgRoleName] | None = None
+    role_name: str | None = None
+    role_names: Sequence[str] | None = None
     roles: list[str] | None = None
 
     @field_validator("role")
     @classmethod
     def _known_role(cls, value: str | None) -> str | None:
         if value is not None:
-            R.check_known(R.ORG, [value], "organization")
+            R.check_known(cls._catalog, [value], cls._scope)
         return value
 
     @field_validator("roles")
     @classmethod
     def _known_roles(cls, value: list[str] | None) -> list[str] | None:
         if value is not None:
-            R.check_known(R.ORG, value, "organization")
+            R.check_known(cls._catalog, value, cls._scope)
         return value
 
     @model_validator(mode="after")
@@ -44,52 +50,30 @@ class OrgRoleFields(BaseModel):
     def resolved_roles(self) -> list[str] | None:
         """Role names to set, or None when no role field was sent (the plural ones win)."""
         if self.role_names is not None:
-            return R.ORG.names(self.role_names)
+            return self._catalog.names(self.role_names)
         if self.roles is not None:
-            return R.ORG.names(self.roles)
+            return self._catalog.names(self.roles)
         if self.role_name is not None:
             return [self.role_name]
         if self.role is not None:
-            return R.ORG.names([self.role])
+            return self._catalog.names([self.role])
         return None
 
 
-class WorkspaceRoleFields(BaseModel):
-    role: str | None = None
+class OrgRoleFields(_RoleFields):
+    _catalog = R.ORG
+    _scope = "organization"
+
+    role_name: R.OrgRoleName | None = None
+    role_names: list[R.OrgRoleName] | None = None
+
+
+class WorkspaceRoleFields(_RoleFields):
+    _catalog = R.WORKSPACE
+    _scope = "workspace"
+
     role_name: R.WorkspaceRoleName | None = None
     role_names: list[R.WorkspaceRoleName] | None = None
-    roles: list[str] | None = None
-
-    @field_validator("role")
-    @classmethod
-    def _known_role(cls, value: str | None) -> str | None:
-        if value is not None:
-            R.check_known(R.WORKSPACE, [value], "workspace")
-        return value
-
-    @field_validator("roles")
-    @classmethod
-    def _known_roles(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            R.check_known(R.WORKSPACE, value, "workspace")
-        return value
-
-    @model_validator(mode="after")
-    def _exclusivity(self) -> Self:
-        _exclusive(self.role, self.role_name, ("role", "role_name"))
-        _exclusive(self.role_names, self.roles, ("role_names", "roles"))
-        return self
-
-    def resolved_roles(self) -> list[str] | None:
-        if self.role_names is not None:
-            return R.WORKSPACE.names(self.role_names)
-        if self.roles is not None:
-            return R.WORKSPACE.names(self.roles)
-        if self.role_name is not None:
-            return [self.role_name]
-        if self.role is not None:
-            return R.WORKSPACE.names([self.role])
-        return None
 
 
 def raw_roles(catalog: R.RoleCatalog, stored: list[str] | None, default: str) -> list[str]:
