@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from sqlalchemy import Select, delete, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.admin.repository import _like
+from maestrale.admin.repository import OrganizationRepository, _like
 from maestrale.admin.tables import UserGroup, UserGroupMember, UserGroupWorkspace
 from maestrale.core.auth.tables import User, Workspace
 
 
-class GroupRepository:
-    def __init__(self, session: AsyncSession, organization_id: str) -> None:
-        self.session = session
-        self.organization_id = organization_id
-
-    async def _count(self, stmt: Any) -> int:
-        sub = stmt.order_by(None).subquery()
-        return int((await self.session.execute(select(func.count()).select_from(sub))).scalar_one())
-
+class GroupRepository(OrganizationRepository):
     def _groups(self, search: str | None) -> Select[UserGroup]:
         stmt = select(UserGroup).where(UserGroup.organization_id == self.organization_id)
         if search:

@@ -19,7 +19,9 @@ def _like(value: str) -> str:
     return f"%{escaped}%"
 
 
-class AdminRepository:
+class OrganizationRepository:
+    """Base of the admin repositories: every query is scoped to the admin key's organization."""
+
     def __init__(self, session: AsyncSession, organization_id: str) -> None:
         self.session = session
         self.organization_id = organization_id
@@ -28,6 +30,8 @@ class AdminRepository:
         sub = stmt.order_by(None).subquery()
         return int((await self.session.execute(select(func.count()).select_from(sub))).scalar_one())
 
+
+class AdminRepository(OrganizationRepository):
     # users
 
     def _users(self, email: str | None) -> Select[User]:
