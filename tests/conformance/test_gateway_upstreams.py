@@ -163,6 +163,16 @@ def test_llama_cpp_server(front: Front) -> None:
     )
     assert "Paris" in (res.choices[0].message.content or "")
     assert res.usage.prompt_tokens > 0
+    openai = OpenAI(api_key=API_KEY, base_url=f"{front.url}/v1")
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    plain = openai.chat.completions.create(
+        model="llama-server", messages=question, temperature=0, max_tokens=40
+    )
+    assert "Paris" in (plain.choices[0].message.content or "")
+    stream = openai.chat.completions.create(
+        model="llama-server", messages=question, temperature=0, max_tokens=40, stream=True
+    )
+    assert "Paris" in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
 
 
 async def test_client_disconnect_cancels_the_upstream(front: Front) -> None:
