@@ -33,6 +33,7 @@ from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineRegistry
 from maestrale.jobs import build_registry
 from maestrale.limits.setup import build_limits, redis_client
+from maestrale.observability import errors as observability_errors
 from maestrale.services import Services, make_blob_store
 
 log = logging.getLogger("maestrale")
@@ -163,7 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.key_cache = KeyCache(settings.auth_cache_ttl)
     app.state.metrics = Metrics()
-    install_error_handlers(app)
+    install_error_handlers(app, scoped={observability_errors.PREFIX: observability_errors.render})
     app.include_router(api_router)
 
     @app.get("/health", tags=["service"])

@@ -18,7 +18,9 @@ def build_registry(services: Services | None = None) -> JobRegistry:
     if services is not None:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
+        from maestrale.observability.campaigns_tasks import register as register_campaigns
 
         register_files(registry, services.blobs)
         register_batch(registry, services)
+        register_campaigns(registry, services.gateway)
     return registry

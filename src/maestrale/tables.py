@@ -2,8 +2,10 @@
 
 from maestrale.accounting import tables as accounting_tables
 from maestrale.admin import tables as admin_tables
+from maestrale.agents import tables as agent_tables
 from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
+from maestrale.conversations import tables as conversation_tables
 from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
@@ -16,9 +18,11 @@ metadata = Base.metadata
 __all__ = [
     "accounting_tables",
     "admin_tables",
+    "agent_tables",
     "auth_tables",
     "batch_tables",
     "catalog_tables",
+    "conversation_tables",
     "file_tables",
     "job_tables",
     "limits_tables",

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from typing import Any
-
-import orjson
 from fastapi import Request, Response
 
 from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
@@ -17,7 +12,7 @@ from maestrale.completions.execute import (
     prepare_fim,
     run_embeddings,
 )
-from maestrale.completions.gateway import Call
+from maestrale.completions.responses import json_response, stream_response
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
@@ -25,46 +20,9 @@ from maestrale.completions.schemas import (
     EmbeddingResponse,
     FIMCompletionRequest,
 )
-from maestrale.completions.shapes import chunk_body
-from maestrale.core.errors import AppError
 from maestrale.core.routing import domain_router
-from maestrale.core.sse import DONE, sse_event, sse_response
-from maestrale.engines.types import ChatChunk
 
 router = domain_router(tags=["completions"])
-OVERHEAD_HEADER = "x-maestrale-overhead-ms"
-
-
-def _overhead(request: Request, call: Call) -> str:
-    """Time Maestrale itself spent on the request so far: everything but the engine's time."""
-    started = request.scope.get("state", {}).get("started", call.started)
-    return f"{(time.perf_counter() - started - call.engine_seconds) * 1000:.3f}"
-
-
-def _json(request: Request, call: Call, body: dict[str, Any]) -> Response:
-    payload = orjson.dumps(body)
-    return Response(
-        payload, media_type="application/json", headers={OVERHEAD_HEADER: _overhead(request, call)}
-    )
-
-
-async def _stream(
-    request: Request, call: Call, first: ChatChunk, rest: AsyncIterator[ChatChunk]
-) -> Response:
-    async def frames() -> AsyncIterator[bytes]:
-        yield sse_event(chunk_body(call.completion_id, call.model, call.created, first))
-        try:
-            async for chunk in rest:
-                yield sse_event(chunk_body(call.completion_id, call.model, call.created, chunk))
-        except AppError as exc:
-            # Headers are gone: the failure travels in the stream, and no [DONE] follows.
-            yield sse_event(exc.body())
-            return
-        yield DONE
-
-    response = sse_response(frames())
-    response.headers[OVERHEAD_HEADER] = _overhead(request, call)
-    return response
 
 
 @router.post(
@@ -88,8 +46,10 @@ async def chat_completions(
             engine_request.messages,
             engine_request.tools,
         )
-        return await _stream(request, call, first, rest)
-    return _json(request, call, await complete_chat(gateway, call, body.model, engine_request))
+        return await stream_response(request, call, first, rest)
+    return json_response(
+        request, call, await complete_chat(gateway, call, body.model, engine_request)
+    )
 
 
 @router.post(
@@ -111,8 +71,10 @@ async def fim_completions(
         first, rest = await gateway.stream(
             call, call.engine.fim_stream(engine_request), messages, None
         )
-        return await _stream(request, call, first, rest)
-    return _json(request, call, await complete_fim(gateway, call, body.model, engine_request))
+        return await stream_response(request, call, first, rest)
+    return json_response(
+        request, call, await complete_fim(gateway, call, body.model, engine_request)
+    )
 
 
 @router.post("/embeddings", response_model=None, responses={200: {"model": EmbeddingResponse}})
@@ -125,4 +87,4 @@ async def embeddings(
 ) -> Response:
     """Embed one text or a list of texts (float, int8, uint8, binary or ubinary; JSON or base64)."""
     call, response = await run_embeddings(gateway, caller, body, correlation_id=correlation)
-    return _json(request, call, response)
+    return json_response(request, call, response)

@@ -7,6 +7,7 @@ errors, which keep FastAPI's `{"detail": [{"loc", "msg", "type"}]}` shape that t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -132,8 +133,19 @@ async def _app_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
 
 
+# A group with its own error body (observability) renders the HTTP errors raised outside its
+# routes (no route, method not allowed) under its path prefix; `None` falls back to the common one.
+HttpErrorRenderer = Callable[[Exception], JSONResponse | None]
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    renderers: Mapping[str, HttpErrorRenderer] = getattr(request.app.state, "error_renderers", {})
+    for prefix, render in renderers.items():
+        if request.url.path.startswith(prefix):
+            scoped = render(exc)
+            if scoped is not None:
+                return scoped
     code, type_ = _STATUS_CODES.get(exc.status_code, ("http_error", "invalid_request_error"))
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route for {request.method} {request.url.path}"
@@ -183,7 +195,11 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(
+    app: FastAPI, scoped: Mapping[str, HttpErrorRenderer] | None = None
+) -> None:
+    """The error handlers; `scoped` maps path prefixes to their group's renderer."""
+    app.state.error_renderers = dict(scoped or {})
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -1,0 +1,1 @@
+"""Agents (beta): versioned agent configurations with aliases."""

@@ -1,0 +1,98 @@
+"""Deprecated `POST /v1/agents/completions`: a chat completion with an agent's model,
+instructions, tools and completion arguments (request fields override the agent's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from maestrale.agents.service import AgentService
+from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
+from maestrale.completions.execute import complete_chat, prepare_chat
+from maestrale.completions.responses import json_response, stream_response
+from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Message
+from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.errors import BadRequest
+from maestrale.core.routing import DbSession, domain_router
+from maestrale.engines.dependencies import Engines
+
+router = domain_router(prefix="/agents", tags=["agents"])
+
+
+class AgentCompletionRequest(BaseModel):
+    """A chat completion request naming an agent instead of a model."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agent_id: str = Field(min_length=1, max_length=200)
+    messages: list[Message] = Field(min_length=1)
+    stream: bool = False
+
+
+def chat_request(
+    body: AgentCompletionRequest, model: str, instructions: str | None,
+    tools: list[dict[str, Any]], completion_args: dict[str, Any],
+) -> ChatCompletionRequest:  # fmt: skip
+    given = body.model_dump(exclude_unset=True, exclude={"agent_id", "messages"})
+    given.update(body.model_extra or {})
+    messages = [m.model_dump(exclude_none=True) for m in body.messages]
+    if instructions:
+        messages.insert(0, {"role": "system", "content": instructions})
+    values: dict[str, Any] = {**completion_args, **given, "model": model, "messages": messages}
+    if "tools" not in given:
+        for tool in tools:
+            if tool.get("type", "function") != "function":
+                raise BadRequest(
+                    f"the agent's tool type {tool.get('type')!r} cannot run on this server: "
+                    "only function tools are available",
+                    code="tool_unavailable",
+                    param="tools",
+                )
+        values["tools"] = [{"type": "function", "function": t["function"]} for t in tools] or None
+    try:
+        return ChatCompletionRequest.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise BadRequest(
+            f"invalid completion request: {where}: {first.get('msg')}", code="invalid_request"
+        ) from exc
+
+
+@router.post(
+    "/completions",
+    response_model=None,
+    responses={200: {"model": ChatCompletionResponse, "description": "JSON, or SSE chunks"}},
+)
+async def agent_completions(
+    body: AgentCompletionRequest,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    engines: Engines,
+    gateway: GatewayDep,
+    caller: CallerDep,
+    correlation: CorrelationId,
+) -> Response:
+    """Deprecated: chat completion with the agent's current version (its model, instructions
+    as a system message, tools and completion arguments); plain, or streamed as server-sent
+    events ending with `data: [DONE]`."""
+    service = AgentService(session, tenant, engines)
+    agent = await service.agent(body.agent_id)
+    version = await service.resolve_version(agent, None)
+    chat = chat_request(
+        body, version.model, version.instructions, list(version.tools or []),
+        dict(version.completion_args or {}),
+    )  # fmt: skip
+    call, engine_request = await prepare_chat(gateway, caller, chat, correlation_id=correlation)
+    if body.stream:
+        first, rest = await gateway.stream(
+            call, call.engine.chat_stream(engine_request), engine_request.messages,
+            engine_request.tools,
+        )  # fmt: skip
+        return await stream_response(request, call, first, rest)
+    return json_response(
+        request, call, await complete_chat(gateway, call, chat.model, engine_request)
+    )

@@ -1,0 +1,1 @@
+"""Conversations (beta): stateful exchanges with a model or an agent, entry by entry."""

@@ -1,0 +1,202 @@
+"""Conversation entries: their wire shapes (always with `object` and `type`), the parsing of a
+request's `inputs`, and their translation into chat messages for a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from maestrale.core.clock import utcnow
+from maestrale.core.errors import BadRequest
+from maestrale.core.ids import new_id
+
+MESSAGE_TYPES = frozenset({"message.input", "message.output"})
+PREFIXES = {
+    "message.input": "msg",
+    "message.output": "msg",
+    "function.call": "fc",
+    "function.result": "fr",
+    "agent.handoff": "ho",
+}
+
+
+class InvalidInputs(BadRequest):
+    code = "invalid_inputs"
+
+
+def _now() -> str:
+    return utcnow().isoformat().replace("+00:00", "Z")
+
+
+def now_text() -> str:
+    return _now()
+
+
+def entry_id(type_: str) -> str:
+    return f"{PREFIXES[type_]}_{new_id().replace('-', '')}"
+
+
+def entry(type_: str, *, id_: str | None = None, **fields: Any) -> dict[str, Any]:
+    now = _now()
+    return {
+        "object": "entry",
+        "type": type_,
+        "created_at": now,
+        "completed_at": now if type_ != "message.input" else None,
+        "id": id_ or entry_id(type_),
+        **fields,
+    }
+
+
+def message_output(
+    content: str, agent_id: str | None, model: str, id_: str | None = None
+) -> dict[str, Any]:
+    return entry(
+        "message.output", id_=id_, agent_id=agent_id, model=model, role="assistant",
+        content=content,
+    )  # fmt: skip
+
+
+def function_call(
+    call_id: str, name: str, arguments: str, agent_id: str | None, model: str
+) -> dict[str, Any]:
+    return entry(
+        "function.call", agent_id=agent_id, model=model, tool_call_id=call_id, name=name,
+        arguments=arguments, confirmation_status=None,
+    )  # fmt: skip
+
+
+def handoff(previous: tuple[str, str], nxt: tuple[str, str]) -> dict[str, Any]:
+    return entry(
+        "agent.handoff", previous_agent_id=previous[0], previous_agent_name=previous[1],
+        next_agent_id=nxt[0], next_agent_name=nxt[1],
+    )  # fmt: skip
+
+
+def _content(value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(c, dict) and "type" in c for c in value):
+        return value
+    raise InvalidInputs(f"{where}: content must be a string or a list of chunks", param="inputs")
+
+
+def arguments_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return orjson.dumps(value).decode()
+    raise InvalidInputs("function.call arguments must be an object or a JSON string")
+
+
+def _text(value: Any, field: str, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInputs(f"{where}: `{field}` must be a non-empty string", param="inputs")
+    return value
+
+
+def parse_inputs(inputs: Any) -> list[dict[str, Any]]:
+    """The entries a request adds: a string is one user message; a list holds entries
+    (`message.input`, `message.output`, `function.call`, `function.result`)."""
+    if isinstance(inputs, str):
+        return [entry("message.input", role="user", content=inputs, prefix=False)]
+    if not isinstance(inputs, list):
+        raise InvalidInputs("inputs must be a string or a list of entries", param="inputs")
+    parsed: list[dict[str, Any]] = []
+    for position, item in enumerate(inputs):
+        where = f"inputs[{position}]"
+        if not isinstance(item, dict):
+            raise InvalidInputs(f"{where} must be an object", param="inputs")
+        kind = item.get("type")
+        if kind is None:
+            kind = "function.result" if "tool_call_id" in item else "message.input"
+        if kind == "message.input":
+            role = item.get("role", "user")
+            if role not in ("user", "assistant"):
+                raise InvalidInputs(f"{where}: role must be user or assistant", param="inputs")
+            parsed.append(
+                entry(
+                    "message.input", role=role, content=_content(item.get("content"), where),
+                    prefix=bool(item.get("prefix", False)),
+                )
+            )  # fmt: skip
+        elif kind == "message.output":
+            content = _content(item.get("content"), where)
+            parsed.append(message_output(content, item.get("agent_id"), item.get("model") or ""))
+        elif kind == "function.call":
+            parsed.append(
+                function_call(
+                    _text(item.get("tool_call_id"), "tool_call_id", where),
+                    _text(item.get("name"), "name", where),
+                    arguments_text(item.get("arguments", {})),
+                    item.get("agent_id"),
+                    item.get("model") or "",
+                )
+            )
+        elif kind == "function.result":
+            result = item.get("result")
+            if not isinstance(result, str):
+                raise InvalidInputs(f"{where}: `result` must be a string", param="inputs")
+            parsed.append(
+                entry(
+                    "function.result",
+                    tool_call_id=_text(item.get("tool_call_id"), "tool_call_id", where),
+                    result=result,
+                )
+            )
+        else:
+            raise InvalidInputs(f"{where}: entries of type {kind!r} cannot be appended")
+    if not parsed:
+        raise InvalidInputs("inputs must not be empty", param="inputs")
+    return parsed
+
+
+def check_results(history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
+    """Every function result answers a call of the conversation that has no result yet."""
+    open_calls = {e["tool_call_id"] for e in history if e["type"] == "function.call"}
+    open_calls -= {e["tool_call_id"] for e in history if e["type"] == "function.result"}
+    for item in added:
+        if item["type"] == "function.call":
+            open_calls.add(item["tool_call_id"])
+        elif item["type"] == "function.result":
+            if item["tool_call_id"] not in open_calls:
+                raise InvalidInputs(
+                    f"function.result for {item['tool_call_id']!r} answers no pending "
+                    "function.call of the conversation",
+                    code="unknown_tool_call",
+                    param="inputs",
+                )
+            open_calls.discard(item["tool_call_id"])
+
+
+def to_messages(instructions: str | None, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat messages a model sees for these entries (handoff records are not messages)."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    for item in entries:
+        kind = item["type"]
+        if kind == "message.input":
+            message = {"role": item["role"], "content": item["content"]}
+            if item.get("prefix"):
+                message["prefix"] = True
+            messages.append(message)
+        elif kind == "message.output":
+            messages.append({"role": "assistant", "content": item["content"]})
+        elif kind == "function.call":
+            call = {
+                "id": item["tool_call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
+                last["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        elif kind == "function.result":
+            messages.append(
+                {"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["result"]}
+            )
+    return messages

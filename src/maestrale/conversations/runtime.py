@@ -1,0 +1,266 @@
+"""The conversation loop: call the model through the gateway (each turn accounted and recorded
+with the conversation id as correlation id), turn its answer into entries, run server-side
+handoffs, and stop at function calls the client must run."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from maestrale.completions.execute import prepare_chat
+from maestrale.completions.gateway import Call, Gateway
+from maestrale.completions.hooks import Caller
+from maestrale.completions.schemas import ChatCompletionRequest
+from maestrale.conversations import entries as E
+from maestrale.core.errors import BadRequest
+from maestrale.engines.types import ChatRequest, Usage
+
+MAX_STEPS = 8
+HANDOFF_PREFIX = "handoff_to_"
+COMPLETION_ARGS = (
+    "stop", "presence_penalty", "frequency_penalty", "temperature", "top_p", "max_tokens",
+    "random_seed", "prediction", "response_format", "tool_choice", "reasoning_effort",
+)  # fmt: skip
+
+
+class ToolUnavailable(BadRequest):
+    code = "tool_unavailable"
+
+
+class TooManySteps(BadRequest):
+    code = "too_many_steps"
+
+
+@dataclass
+class Target:
+    """What answers: a model with its configuration, on behalf of an agent or not."""
+
+    model: str
+    instructions: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    completion_args: dict[str, Any] = field(default_factory=dict)
+    agent_id: str | None = None
+    agent_name: str = ""
+    agent_version: int | None = None
+    handoffs: list[str] = field(default_factory=list)
+
+    def check_tools(self) -> None:
+        for tool in self.tools:
+            if tool.get("type", "function") != "function":
+                raise ToolUnavailable(
+                    f"tool type {tool.get('type')!r} cannot run on this server: only function "
+                    "tools (run by the client) are available",
+                    param="tools",
+                )
+
+    def offered_tools(self) -> list[dict[str, Any]]:
+        offered = [{"type": "function", "function": t["function"]} for t in self.tools]
+        for agent_id in self.handoffs:
+            offered.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": HANDOFF_PREFIX + agent_id,
+                        "description": f"Hand the conversation over to agent {agent_id}.",
+                        "parameters": {"type": "object", "properties": {}},
+                    },
+                }
+            )
+        return offered
+
+
+@dataclass
+class RunResult:
+    outputs: list[dict[str, Any]]
+    usage: dict[str, int]
+    target: Target
+
+
+LoadAgent = Callable[[str], Awaitable[Target]]
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def chat_body(
+    target: Target, messages: list[dict[str, Any]], override: dict[str, Any] | None
+) -> ChatCompletionRequest:
+    args = {**target.completion_args, **(override or {})}
+    body: dict[str, Any] = {k: v for k, v in args.items() if k in COMPLETION_ARGS}
+    body.update(model=target.model, messages=messages)
+    tools = target.offered_tools()
+    if tools:
+        body["tools"] = tools
+    try:
+        return ChatCompletionRequest.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise BadRequest(
+            f"invalid completion request for the model: {where}: {first.get('msg')}",
+            code="invalid_completion_args",
+        ) from exc
+
+
+async def run(
+    gateway: Gateway,
+    caller: Caller,
+    conversation_id: str,
+    target: Target,
+    history: list[dict[str, Any]],
+    *,
+    override: dict[str, Any] | None,
+    handoff_execution: str,
+    load_agent: LoadAgent,
+    emit: Emit | None = None,
+) -> RunResult:
+    """Run model turns on `history` until the model answers, calls client functions, or hands
+    off (with `handoff_execution="client"`); a server handoff switches agent and goes on."""
+    outputs: list[dict[str, Any]] = []
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for _ in range(MAX_STEPS):
+        target.check_tools()
+        body = chat_body(target, E.to_messages(target.instructions, history + outputs), override)
+        call, request = await prepare_chat(gateway, caller, body, correlation_id=conversation_id)
+        message_id = E.entry_id("message.output")
+        if emit is None:
+            result = await gateway.chat(call, request)
+            message, turn_usage = result.choices[0].message, result.usage
+        else:
+            message, turn_usage = await streamed_turn(
+                gateway, call, request, emit, message_id, len(outputs), target
+            )
+        for key, value in turn_usage.as_dict().items():
+            usage[key] += value
+        content = message.get("content")
+        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        handoffs = [c for c in calls if _handoff_target(c, target) is not None]
+        functions = [c for c in calls if _handoff_target(c, target) is None]
+        if isinstance(content, str) and (content or not calls):
+            outputs.append(E.message_output(content, target.agent_id, target.model, message_id))
+        for c in functions:
+            fn = c.get("function") or {}
+            arguments = fn.get("arguments", "{}")
+            outputs.append(
+                E.function_call(
+                    str(c.get("id") or ""),
+                    str(fn.get("name") or ""),
+                    arguments if isinstance(arguments, str) else E.arguments_text(arguments),
+                    target.agent_id,
+                    target.model,
+                )
+            )
+            if emit is not None:
+                await emit(function_call_event(outputs[-1], len(outputs) - 1))
+        if functions or not handoffs:
+            return RunResult(outputs, usage, target)
+        next_id = _handoff_target(handoffs[0], target)
+        assert next_id is not None
+        nxt = await load_agent(next_id)
+        outputs.append(
+            E.handoff((target.agent_id or "", target.agent_name), (next_id, nxt.agent_name))
+        )
+        if emit is not None:
+            for event in handoff_events(outputs[-1], len(outputs) - 1):
+                await emit(event)
+        target = nxt
+        if handoff_execution == "client":
+            return RunResult(outputs, usage, target)
+    raise TooManySteps(
+        f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
+    )
+
+
+def _handoff_target(call: dict[str, Any], target: Target) -> str | None:
+    name = (call.get("function") or {}).get("name")
+    if isinstance(name, str) and name.startswith(HANDOFF_PREFIX):
+        agent_id = name.removeprefix(HANDOFF_PREFIX)
+        if agent_id in target.handoffs:
+            return agent_id
+    return None
+
+
+async def streamed_turn(
+    gateway: Gateway,
+    call: Call,
+    request: ChatRequest,
+    emit: Emit,
+    message_id: str,
+    output_index: int,
+    target: Target,
+) -> tuple[dict[str, Any], Usage]:
+    """One model turn streamed from the engine: text deltas are emitted as they come; tool
+    calls are gathered (by index) and returned with the text."""
+    first, rest = await gateway.stream(
+        call, call.engine.chat_stream(request), request.messages, request.tools
+    )
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage = Usage()
+
+    async def chunks() -> Any:
+        yield first
+        async for chunk in rest:
+            yield chunk
+
+    async for chunk in chunks():
+        if chunk.usage is not None:
+            usage = chunk.usage
+        piece = chunk.delta.get("content")
+        if isinstance(piece, str) and piece:
+            text.append(piece)
+            await emit(
+                {
+                    "type": "message.output.delta", "created_at": E.now_text(),
+                    "output_index": output_index, "id": message_id, "content_index": 0,
+                    "content": piece, "model": target.model, "agent_id": target.agent_id,
+                    "role": "assistant",
+                }
+            )  # fmt: skip
+        for position, delta in enumerate(chunk.delta.get("tool_calls") or []):
+            if not isinstance(delta, dict):
+                continue
+            index = delta.get("index", position)
+            slot = calls.setdefault(
+                index if isinstance(index, int) else position,
+                {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+            )
+            if delta.get("id"):
+                slot["id"] = delta["id"]
+            fn = delta.get("function") or {}
+            if fn.get("name"):
+                slot["function"]["name"] = fn["name"]
+            arguments = fn.get("arguments")
+            if isinstance(arguments, dict):
+                slot["function"]["arguments"] = E.arguments_text(arguments)
+            elif isinstance(arguments, str):
+                slot["function"]["arguments"] += arguments
+    message = {"role": "assistant", "content": "".join(text), "tool_calls": [
+        calls[i] for i in sorted(calls)
+    ] or None}  # fmt: skip
+    return message, usage
+
+
+def function_call_event(item: dict[str, Any], output_index: int) -> dict[str, Any]:
+    return {
+        "type": "function.call.delta", "created_at": item["created_at"],
+        "output_index": output_index, "id": item["id"], "name": item["name"],
+        "tool_call_id": item["tool_call_id"], "arguments": item["arguments"],
+        "model": item["model"], "agent_id": item["agent_id"], "confirmation_status": None,
+    }  # fmt: skip
+
+
+def handoff_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]]:
+    common = {"created_at": item["created_at"], "output_index": output_index, "id": item["id"]}
+    return [
+        {
+            "type": "agent.handoff.started", **common,
+            "previous_agent_id": item["previous_agent_id"],
+            "previous_agent_name": item["previous_agent_name"],
+        },
+        {
+            "type": "agent.handoff.done", **common, "next_agent_id": item["next_agent_id"],
+            "next_agent_name": item["next_agent_name"],
+        },
+    ]  # fmt: skip

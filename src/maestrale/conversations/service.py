@@ -1,0 +1,308 @@
+"""Business rules of conversations: start on a model or an agent, append, restart from an entry,
+and reads. Model turns run in `runtime`; this module decides what is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from maestrale.agents.service import AgentService
+from maestrale.completions.gateway import Gateway
+from maestrale.completions.hooks import Caller
+from maestrale.conversations import entries as E
+from maestrale.conversations import runtime
+from maestrale.conversations.repository import ConversationRepository
+from maestrale.conversations.schemas import (
+    ConversationAppend,
+    ConversationHistory,
+    ConversationMessages,
+    ConversationResponse,
+    ConversationRestart,
+    ConversationStart,
+    UsageOut,
+)
+from maestrale.conversations.tables import Conversation
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.clock import utcnow
+from maestrale.core.errors import BadRequest, NotFound
+from maestrale.core.ids import new_id
+from maestrale.core.pagination import PageParams
+from maestrale.engines.registry import EngineRegistry
+
+
+class ConversationNotFound(NotFound):
+    code = "conversation_not_found"
+
+
+class EntryNotFound(NotFound):
+    code = "entry_not_found"
+
+
+def new_conversation_id() -> str:
+    return "conv_" + new_id().replace("-", "")
+
+
+def describe(row: Conversation) -> dict[str, Any]:
+    """The AgentConversation or ModelConversation shape (told apart by `agent_id` / `model`)."""
+    common = {
+        "object": "conversation",
+        "id": row.id,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "name": row.name,
+        "description": row.description,
+        "metadata": row.meta,
+    }
+    if row.agent_id is not None:
+        return {**common, "agent_id": row.agent_id, "agent_version": row.agent_version}
+    return {
+        **common,
+        "model": row.model,
+        "instructions": row.instructions,
+        "tools": row.tools,
+        "completion_args": row.completion_args,
+        "guardrails": row.guardrails,
+    }
+
+
+class ConversationService:
+    def __init__(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        engines: EngineRegistry,
+        gateway: Gateway,
+        caller: Caller,
+    ) -> None:
+        self.session = session
+        self.repo = ConversationRepository(session, tenant)
+        self.agents = AgentService(session, tenant, engines)
+        self.gateway = gateway
+        self.caller = caller
+
+    # Targets.
+
+    async def agent_target(self, agent_id: str, version: str | int | None) -> runtime.Target:
+        agent = await self.agents.agent(agent_id)
+        row = await self.agents.resolve_version(agent, None if version is None else str(version))
+        return runtime.Target(
+            model=row.model, instructions=row.instructions, tools=list(row.tools or []),
+            completion_args=dict(row.completion_args or {}), agent_id=agent.id,
+            agent_name=row.name, agent_version=row.version, handoffs=list(row.handoffs or []),
+        )  # fmt: skip
+
+    async def _current_agent(self, agent_id: str) -> runtime.Target:
+        return await self.agent_target(agent_id, None)
+
+    async def target_of(self, row: Conversation) -> runtime.Target:
+        if row.agent_id is not None:
+            return await self.agent_target(row.agent_id, row.agent_version)
+        assert row.model is not None
+        return runtime.Target(
+            model=row.model, instructions=row.instructions, tools=list(row.tools or []),
+            completion_args=dict(row.completion_args or {}),
+        )  # fmt: skip
+
+    async def _run(
+        self,
+        conversation_id: str,
+        target: runtime.Target,
+        history: list[dict[str, Any]],
+        added: list[dict[str, Any]],
+        override: dict[str, Any] | None,
+        handoff_execution: str,
+        emit: runtime.Emit | None,
+    ) -> runtime.RunResult:
+        E.check_results(history, added)
+        if emit is not None:
+            await emit(
+                {
+                    "type": "conversation.response.started", "created_at": E.now_text(),
+                    "conversation_id": conversation_id,
+                }
+            )  # fmt: skip
+        return await runtime.run(
+            self.gateway, self.caller, conversation_id, target, history + added,
+            override=override, handoff_execution=handoff_execution,
+            load_agent=self._current_agent, emit=emit,
+        )  # fmt: skip
+
+    @staticmethod
+    def _response(conversation_id: str, result: runtime.RunResult) -> ConversationResponse:
+        return ConversationResponse(
+            conversation_id=conversation_id, outputs=result.outputs,
+            usage=UsageOut(**result.usage),
+        )  # fmt: skip
+
+    async def _store(
+        self, row: Conversation, added: list[dict[str, Any]], result: runtime.RunResult
+    ) -> None:
+        await self.repo.add_entries(row, added + result.outputs)
+        if row.agent_id is not None and result.target.agent_id != row.agent_id:
+            row.agent_id, row.agent_version = result.target.agent_id, result.target.agent_version
+        row.updated_at = utcnow()
+        await self.session.flush()
+
+    # Operations.
+
+    async def start(
+        self, body: ConversationStart, emit: runtime.Emit | None = None
+    ) -> ConversationResponse:
+        if (body.agent_id is None) == (body.model is None):
+            raise BadRequest(
+                "give exactly one of `agent_id` and `model`", code="invalid_target",
+                param="agent_id",
+            )  # fmt: skip
+        override = body.completion_args.stored() if body.completion_args else None
+        if body.agent_id is not None:
+            if body.instructions is not None or body.tools is not None:
+                raise BadRequest(
+                    "`instructions` and `tools` belong to the agent: update the agent instead",
+                    code="invalid_target", param="instructions",
+                )  # fmt: skip
+            target = await self.agent_target(body.agent_id, body.agent_version)
+        else:
+            assert body.model is not None
+            target = runtime.Target(
+                model=body.model, instructions=body.instructions,
+                tools=[t.stored() for t in body.tools or []], completion_args=override or {},
+            )  # fmt: skip
+            override = None
+        added = E.parse_inputs(body.inputs)
+        conversation_id = new_conversation_id()
+        result = await self._run(
+            conversation_id, target, [], added, override, body.handoff_execution or "server", emit
+        )
+        if body.store is not False:
+            now = utcnow()
+            row = Conversation(
+                id=conversation_id, agent_id=target.agent_id, agent_version=target.agent_version,
+                model=None if target.agent_id else target.model,
+                instructions=None if target.agent_id else target.instructions,
+                tools=[] if target.agent_id else target.tools,
+                completion_args={} if target.agent_id else target.completion_args,
+                guardrails=body.guardrails, name=body.name, description=body.description,
+                meta=body.metadata, created_at=now, updated_at=now,
+            )  # fmt: skip
+            await self.repo.add(row)
+            await self._store(row, added, result)
+        return self._response(conversation_id, result)
+
+    async def get_row(self, conversation_id: str, *, lock: bool = False) -> Conversation:
+        row = await (self.repo.locked if lock else self.repo.get)(conversation_id)
+        if row is None:
+            raise ConversationNotFound(
+                f"conversation {conversation_id!r} not found", param="conversation_id"
+            )
+        return row
+
+    async def append(
+        self, conversation_id: str, body: ConversationAppend, emit: runtime.Emit | None = None
+    ) -> ConversationResponse:
+        row = await self.get_row(conversation_id, lock=True)
+        history = await self.repo.entries(row)
+        added = E.parse_inputs(body.inputs) if body.inputs is not None else []
+        override = body.completion_args.stored() if body.completion_args else None
+        result = await self._run(
+            row.id, await self.target_of(row), history, added, override, body.handoff_execution,
+            emit,
+        )  # fmt: skip
+        if body.store:
+            await self._store(row, added, result)
+        return self._response(row.id, result)
+
+    async def restart(
+        self, conversation_id: str, body: ConversationRestart, emit: runtime.Emit | None = None
+    ) -> ConversationResponse:
+        """A new conversation holding the entries up to `from_entry_id` (included), then the
+        inputs, answered by the same model or agent (at `agent_version` if given)."""
+        source = await self.get_row(conversation_id)
+        entry = await self.repo.entry(source, body.from_entry_id)
+        if entry is None:
+            raise EntryNotFound(
+                f"conversation {source.id!r} has no entry {body.from_entry_id!r}",
+                param="from_entry_id",
+            )
+        if body.agent_version is not None and source.agent_id is None:
+            raise BadRequest(
+                "`agent_version` applies to agent conversations only", param="agent_version"
+            )
+        if source.agent_id is not None:
+            version = body.agent_version if body.agent_version is not None else None
+            target = await self.agent_target(source.agent_id, version or source.agent_version)
+        else:
+            target = await self.target_of(source)
+        history = [
+            {**item, "id": f"{item['id'].split('_', 1)[0]}_{new_id().replace('-', '')}"}
+            for item in await self.repo.entries(source, upto_seq=entry.seq)
+        ]
+        added = E.parse_inputs(body.inputs) if body.inputs is not None else []
+        override = body.completion_args.stored() if body.completion_args else None
+        conversation_id = new_conversation_id()
+        result = await self._run(
+            conversation_id, target, history, added, override, body.handoff_execution, emit
+        )
+        if body.store:
+            now = utcnow()
+            row = Conversation(
+                id=conversation_id, agent_id=source.agent_id, agent_version=target.agent_version,
+                model=source.model, instructions=source.instructions, tools=source.tools,
+                completion_args=source.completion_args,
+                guardrails=body.guardrails if body.guardrails is not None else source.guardrails,
+                name=source.name, description=source.description,
+                meta=body.metadata if body.metadata is not None else source.meta,
+                created_at=now, updated_at=now,
+            )  # fmt: skip
+            await self.repo.add(row)
+            await self._store(row, history + added, result)
+        return self._response(conversation_id, result)
+
+    # Checks a streamed request passes before its stream opens (later errors are error events).
+
+    async def check_start(self, body: ConversationStart) -> None:
+        if (body.agent_id is None) == (body.model is None):
+            raise BadRequest(
+                "give exactly one of `agent_id` and `model`", code="invalid_target",
+                param="agent_id",
+            )  # fmt: skip
+        if body.agent_id is not None:
+            (await self.agent_target(body.agent_id, body.agent_version)).check_tools()
+        else:
+            assert body.model is not None
+            await self.agents.check_model(body.model)
+            runtime.Target(body.model, tools=[t.stored() for t in body.tools or []]).check_tools()
+        E.parse_inputs(body.inputs)
+
+    async def check_append(self, conversation_id: str, body: ConversationAppend) -> None:
+        row = await self.get_row(conversation_id)
+        if body.inputs is not None:
+            E.check_results(await self.repo.entries(row), E.parse_inputs(body.inputs))
+
+    async def check_restart(self, conversation_id: str, body: ConversationRestart) -> None:
+        source = await self.get_row(conversation_id)
+        if await self.repo.entry(source, body.from_entry_id) is None:
+            raise EntryNotFound(
+                f"conversation {source.id!r} has no entry {body.from_entry_id!r}",
+                param="from_entry_id",
+            )
+        if body.inputs is not None:
+            E.parse_inputs(body.inputs)
+
+    async def get(self, conversation_id: str) -> dict[str, Any]:
+        return describe(await self.get_row(conversation_id))
+
+    async def list_page(self, page: PageParams, metadata: dict[str, str]) -> list[dict[str, Any]]:
+        return [describe(row) for row in await self.repo.page(page, metadata)]
+
+    async def history(self, conversation_id: str) -> ConversationHistory:
+        row = await self.get_row(conversation_id)
+        return ConversationHistory(conversation_id=row.id, entries=await self.repo.entries(row))
+
+    async def messages(self, conversation_id: str) -> ConversationMessages:
+        row = await self.get_row(conversation_id)
+        entries = [e for e in await self.repo.entries(row) if e["type"] in E.MESSAGE_TYPES]
+        return ConversationMessages(conversation_id=row.id, messages=entries)
+
+    async def delete(self, conversation_id: str) -> None:
+        await self.repo.delete_conversation(await self.get_row(conversation_id))

@@ -1,0 +1,99 @@
+"""Wire models of datasets and their records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DatasetCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=500)
+    description: str = Field(max_length=100_000)
+
+
+class DatasetUpdate(BaseModel):
+    name: str | None = Field(default=None, min_length=1, max_length=500)
+    description: str | None = Field(default=None, max_length=100_000)
+
+
+class DatasetOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    name: str
+    description: str
+    owner_id: str
+    workspace_id: str
+
+
+class RecordCreate(BaseModel):
+    payload: dict[str, Any]
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordPayload(BaseModel):
+    payload: dict[str, Any]
+
+
+class RecordProperties(BaseModel):
+    properties: dict[str, Any]
+
+
+class RecordsBulkDelete(BaseModel):
+    dataset_record_ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+class RecordOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    dataset_id: str
+    payload: dict[str, Any]
+    properties: dict[str, Any]
+    source: str
+
+
+class DatasetPage(BaseModel):
+    count: int
+    results: list[DatasetOut]
+    next: str | None = None
+    previous: str | None = None
+
+
+class RecordPage(BaseModel):
+    count: int
+    results: list[RecordOut]
+    next: str | None = None
+    previous: str | None = None
+
+
+class DatasetList(BaseModel):
+    datasets: DatasetPage
+
+
+class RecordList(BaseModel):
+    records: RecordPage
+
+
+class ImportFromCampaign(BaseModel):
+    campaign_id: str = Field(min_length=1, max_length=200)
+
+
+class DatasetImportTaskOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    creator_id: str
+    dataset_id: str
+    workspace_id: str
+    status: str
+    progress: int | None
+    message: str | None
