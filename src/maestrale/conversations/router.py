@@ -3,9 +3,9 @@ server-sent events with `stream: true`), read and delete conversations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 
 from maestrale.agents.router import metadata_filter
 from maestrale.completions.dependencies import CallerDep, GatewayDep
@@ -35,65 +35,52 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _service(
+async def _service(
     session: DbSession, tenant: CurrentTenant, engines: Engines, gateway: GatewayDep,
     caller: CallerDep,
 ) -> ConversationService:  # fmt: skip
     return ConversationService(session, tenant, engines, gateway, caller)
 
 
+Service = Annotated[ConversationService, Depends(_service)]
+
+
 @router.post("", response_model=None, responses=STREAMED)
 async def start_conversation(
     body: ConversationStart,
     request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> ConversationResponse | Response:
     """Start a conversation on a model (`model`, with optional `instructions`, `tools`,
     `completion_args`) or on an agent (`agent_id`, optional `agent_version` number or alias),
     and answer `inputs`. Function calls end the response as `function.call` entries; append
     their `function.result` entries to go on. `store: false` answers and keeps nothing."""
-    service = _service(session, tenant, engines, gateway, caller)
     if body.stream:
         await service.check_start(body)
-        return stream_operation(
-            request, tenant, engines, gateway, caller, lambda s, emit: s.start(body, emit)
-        )
+        return stream_operation(request, service, lambda s, emit: s.start(body, emit))
     return await service.start(body)
 
 
 @router.get("", response_model=list[dict[str, Any]])
 async def list_conversations(
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
     page: int = 0,
     page_size: int = 100,
     metadata: str | None = None,
 ) -> list[dict[str, Any]]:
     """The workspace's conversations, newest first, by page (counted from 0), optionally
     those whose metadata has the given string values (`metadata` as a JSON object)."""
-    service = _service(session, tenant, engines, gateway, caller)
     return await service.list_page(PageParams(page, page_size), metadata_filter(metadata))
 
 
 @router.get("/{conversation_id}", response_model=dict[str, Any])
 async def get_conversation(
     conversation_id: str,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> dict[str, Any]:
     """A conversation: an agent conversation (`agent_id`, `agent_version`) or a model
     conversation (`model`, `instructions`, `tools`, `completion_args`)."""
-    return await _service(session, tenant, engines, gateway, caller).get(conversation_id)
+    return await service.get(conversation_id)
 
 
 @router.post("/{conversation_id}", response_model=None, responses=STREAMED)
@@ -101,20 +88,15 @@ async def append_to_conversation(
     conversation_id: str,
     body: ConversationAppend,
     request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> ConversationResponse | Response:
     """Append `inputs` (a user message, or entries such as `function.result`) and run the model
     on the whole history; returns the new entries. Appends to one conversation run one at a
     time."""
-    service = _service(session, tenant, engines, gateway, caller)
     if body.stream:
         await service.check_append(conversation_id, body)
         return stream_operation(
-            request, tenant, engines, gateway, caller,
+            request, service,
             lambda s, emit: s.append(conversation_id, body, emit),
         )  # fmt: skip
     return await service.append(conversation_id, body)
@@ -123,41 +105,29 @@ async def append_to_conversation(
 @router.delete("/{conversation_id}", status_code=204)
 async def delete_conversation(
     conversation_id: str,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> Response:
     """Delete a conversation and its entries."""
-    await _service(session, tenant, engines, gateway, caller).delete(conversation_id)
+    await service.delete(conversation_id)
     return Response(status_code=204)
 
 
 @router.get("/{conversation_id}/history", response_model=ConversationHistory)
 async def conversation_history(
     conversation_id: str,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> ConversationHistory:
     """Every entry of the conversation, in order."""
-    return await _service(session, tenant, engines, gateway, caller).history(conversation_id)
+    return await service.history(conversation_id)
 
 
 @router.get("/{conversation_id}/messages", response_model=ConversationMessages)
 async def conversation_messages(
     conversation_id: str,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> ConversationMessages:
     """The message entries of the conversation (`message.input`, `message.output`), in order."""
-    return await _service(session, tenant, engines, gateway, caller).messages(conversation_id)
+    return await service.messages(conversation_id)
 
 
 @router.post("/{conversation_id}/restart", response_model=None, responses=STREAMED)
@@ -165,19 +135,14 @@ async def restart_conversation(
     conversation_id: str,
     body: ConversationRestart,
     request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
-    engines: Engines,
-    gateway: GatewayDep,
-    caller: CallerDep,
+    service: Service,
 ) -> ConversationResponse | Response:
     """A new conversation holding this one's entries up to `from_entry_id` (included), then
     `inputs`, answered by the same model or agent (at `agent_version` if given)."""
-    service = _service(session, tenant, engines, gateway, caller)
     if body.stream:
         await service.check_restart(conversation_id, body)
         return stream_operation(
-            request, tenant, engines, gateway, caller,
+            request, service,
             lambda s, emit: s.restart(conversation_id, body, emit),
         )  # fmt: skip
     return await service.restart(conversation_id, body)

@@ -76,12 +76,18 @@ class ConversationService:
         caller: Caller,
     ) -> None:
         self.session = session
+        self.tenant = tenant
+        self.engines = engines
         self.repo = ConversationRepository(session, tenant)
         self.agents = AgentService(session, tenant, engines)
         self.gateway = gateway
         self.caller = caller
 
     # Targets.
+
+    def in_session(self, session: AsyncSession) -> ConversationService:
+        """The same caller's service on another session (a stream outlives its request's)."""
+        return ConversationService(session, self.tenant, self.engines, self.gateway, self.caller)
 
     async def agent_target(self, agent_id: str, version: str | int | None) -> runtime.Target:
         agent = await self.agents.agent(agent_id)

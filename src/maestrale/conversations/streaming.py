@@ -13,16 +13,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
 from maestrale.conversations.schemas import ConversationResponse
 from maestrale.conversations.service import ConversationService
-from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError
 from maestrale.core.sse import sse_event, sse_response
-from maestrale.engines.registry import EngineRegistry
 
 log = logging.getLogger("maestrale.conversations")
 
@@ -46,9 +42,8 @@ def _error(message: str, status: int) -> bytes:
 
 
 def stream_operation(
-    request: Request, tenant: Tenant, engines: EngineRegistry, gateway: Gateway, caller: Caller,
-    operation: Operation,
-) -> StreamingResponse:  # fmt: skip
+    request: Request, service: ConversationService, operation: Operation
+) -> StreamingResponse:
     db: Database = request.app.state.db
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
@@ -58,8 +53,7 @@ def stream_operation(
     async def produce() -> None:
         try:
             async with db.session() as session:
-                service = ConversationService(session, tenant, engines, gateway, caller)
-                response = await operation(service, emit)
+                response = await operation(service.in_session(session), emit)
             done = {
                 "type": "conversation.response.done", "created_at": E.now_text(),
                 "usage": response.usage.model_dump(),
