@@ -224,13 +224,19 @@ class UpstreamClient:
                 if response.status < 400:
                     return loads(content)
                 failure = _status_failure(response.status, response.headers, content)
-            if isinstance(failure, EngineError):
-                raise failure
-            wait = self._wait(failure, attempt, deadline, path)
-            if wait is None:
-                raise failure.error
-            await asyncio.sleep(wait)
+            await self._retry_or_raise(failure, attempt, deadline, path)
             attempt += 1
+
+    async def _retry_or_raise(
+        self, failure: _Retry | EngineError, attempt: int, deadline: float, path: str
+    ) -> None:
+        """Wait before the next attempt, or raise when the failure is final or time is up."""
+        if isinstance(failure, EngineError):
+            raise failure
+        wait = self._wait(failure, attempt, deadline, path)
+        if wait is None:
+            raise failure.error
+        await asyncio.sleep(wait)
 
     async def stream(self, path: str, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
         """POST `body` and yield the `data` payloads of the SSE answer as they arrive.
@@ -277,10 +283,5 @@ class UpstreamClient:
                 if started:
                     raise interrupted_error() from None
                 failure = _transport_failure(exc)
-            if isinstance(failure, EngineError):
-                raise failure
-            wait = self._wait(failure, attempt, deadline, path)
-            if wait is None:
-                raise failure.error
-            await asyncio.sleep(wait)
+            await self._retry_or_raise(failure, attempt, deadline, path)
             attempt += 1
