@@ -10,8 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maestrale.agents.service import AgentService
 from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
-from maestrale.completions.execute import complete_chat, prepare_chat
-from maestrale.completions.responses import json_response, stream_response
+from maestrale.completions.router import respond_chat
 from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Message
 from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.errors import BadRequest
@@ -86,13 +85,4 @@ async def agent_completions(
         body, version.model, version.instructions, list(version.tools or []),
         dict(version.completion_args or {}),
     )  # fmt: skip
-    call, engine_request = await prepare_chat(gateway, caller, chat, correlation_id=correlation)
-    if body.stream:
-        first, rest = await gateway.stream(
-            call, call.engine.chat_stream(engine_request), engine_request.messages,
-            engine_request.tools,
-        )  # fmt: skip
-        return await stream_response(request, call, first, rest)
-    return json_response(
-        request, call, await complete_chat(gateway, call, chat.model, engine_request)
-    )
+    return await respond_chat(request, gateway, caller, chat, correlation)

@@ -12,6 +12,8 @@ from maestrale.completions.execute import (
     prepare_fim,
     run_embeddings,
 )
+from maestrale.completions.gateway import Gateway
+from maestrale.completions.hooks import Caller
 from maestrale.completions.responses import json_response, stream_response
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
@@ -23,6 +25,26 @@ from maestrale.completions.schemas import (
 from maestrale.core.routing import domain_router
 
 router = domain_router(tags=["completions"])
+
+
+async def respond_chat(
+    request: Request, gateway: Gateway, caller: Caller, body: ChatCompletionRequest,
+    correlation_id: str,
+) -> Response:  # fmt: skip
+    """A chat completion as HTTP: JSON, or SSE chunks when `body.stream` (shared by the agent
+    completions route)."""
+    call, engine_request = await prepare_chat(gateway, caller, body, correlation_id=correlation_id)
+    if body.stream:
+        first, rest = await gateway.stream(
+            call,
+            call.engine.chat_stream(engine_request),
+            engine_request.messages,
+            engine_request.tools,
+        )
+        return await stream_response(request, call, first, rest)
+    return json_response(
+        request, call, await complete_chat(gateway, call, body.model, engine_request)
+    )
 
 
 @router.post(
@@ -38,18 +60,7 @@ async def chat_completions(
     correlation: CorrelationId,
 ) -> Response:
     """Chat completion: plain, or streamed as server-sent events ending with `data: [DONE]`."""
-    call, engine_request = await prepare_chat(gateway, caller, body, correlation_id=correlation)
-    if body.stream:
-        first, rest = await gateway.stream(
-            call,
-            call.engine.chat_stream(engine_request),
-            engine_request.messages,
-            engine_request.tools,
-        )
-        return await stream_response(request, call, first, rest)
-    return json_response(
-        request, call, await complete_chat(gateway, call, body.model, engine_request)
-    )
+    return await respond_chat(request, gateway, caller, body, correlation)
 
 
 @router.post(
