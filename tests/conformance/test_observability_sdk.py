@@ -232,6 +232,11 @@ def test_campaign_runs_and_imports_into_a_dataset(live_server: LiveServer) -> No
     datasets = sdk.beta.observability.datasets
     ds = datasets.create(name=f"from-{tag[:6]}", description="")
     task = datasets.import_from_campaign(dataset_id=ds.id, campaign_id=campaign.id)
+    deadline = time.monotonic() + 30
+    while task.status == "RUNNING":  # the import is a task run by the worker
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        task = datasets.fetch_task(dataset_id=ds.id, task_id=task.id)
     assert task.status == "COMPLETED"
     records = datasets.list_records(dataset_id=ds.id).records
     assert records.count == 3

@@ -309,3 +309,38 @@ async def test_concurrent_appends_never_interleave(client: httpx.AsyncClient) ->
     for position in (2, 4):
         question, answer = contents[position], contents[position + 1]
         assert answer.endswith(question.split("\n")[-1]), contents
+
+
+async def test_appends_number_entries_and_touch_the_conversation(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Entries are written by Core statements (no ORM objects): each append numbers its entries
+    after the last, and the conversation's entry count and `updated_at` follow, also when a
+    restart copies a history."""
+    from maestrale.conversations.tables import Conversation, ConversationEntry
+
+    started = await start(client, inputs="one")
+    conv_id = started["conversation_id"]
+    url = f"/v1/conversations/{conv_id}"
+    before = (await client.get(url)).json()["updated_at"]
+    await post(client, url, inputs="two")
+    await post(client, url, inputs=[{"type": "message.input", "role": "user", "content": "3"}])
+    after = (await client.get(url)).json()["updated_at"]
+    assert after > before
+    history = (await client.get(f"{url}/history")).json()["entries"]
+    restarted = await post(client, f"{url}/restart", from_entry_id=history[3]["id"], inputs="again")
+    async with app.state.db.session() as session:
+        for cid, count in ((conv_id, 6), (restarted["conversation_id"], 6)):
+            conversation = await session.get(Conversation, cid)
+            assert conversation is not None and conversation.entry_count == count
+            rows = await session.execute(
+                select(ConversationEntry.seq, ConversationEntry.id)
+                .where(ConversationEntry.conversation_id == cid)
+                .order_by(ConversationEntry.seq)
+            )
+            seqs, ids = zip(*rows.all(), strict=True)
+            assert list(seqs) == list(range(count))
+            entries = (await client.get(f"/v1/conversations/{cid}/history")).json()["entries"]
+            assert [e["id"] for e in entries] == list(ids)
+    contents = [e["content"] for e in history]
+    assert contents == ["one", "echo: one", "two", "echo: two", "3", "echo: 3"]

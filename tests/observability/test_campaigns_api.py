@@ -231,15 +231,14 @@ async def test_import_a_campaign_into_a_dataset(app: FastAPI, client: httpx.Asyn
     resp = await client.post("/v1/observability/datasets", json={"name": "d", "description": ""})
     dataset_id = resp.json()["id"]
     url = f"/v1/observability/datasets/{dataset_id}/imports/from-campaign"
-    # Before the job ran nothing is judged: nothing is imported, and the task says so.
+    await run_jobs(app)  # the campaign is judged
     resp = await client.post(url, json={"campaign_id": campaign["id"]})
     assert resp.status_code == 202, resp.text
     task = resp.json()
-    assert task["status"] == "COMPLETED" and task["dataset_id"] == dataset_id
-    assert "imported 0" in task["message"] and "3 not judged" in task["message"]
+    assert task["status"] == "RUNNING" and task["dataset_id"] == dataset_id
     await run_jobs(app)
-    resp = await client.post(url, json={"campaign_id": campaign["id"]})
-    assert resp.json()["message"] == "imported 3 judged events"
+    task = (await client.get(f"/v1/observability/datasets/{dataset_id}/tasks/{task['id']}")).json()
+    assert (task["status"], task["message"]) == ("COMPLETED", "imported 3 records")
     records = (await client.get(f"/v1/observability/datasets/{dataset_id}/records")).json()
     results = records["records"]["results"]
     assert records["records"]["count"] == 3
@@ -262,3 +261,18 @@ async def test_import_a_campaign_into_a_dataset(app: FastAPI, client: httpx.Asyn
         404,
         "DATASET_NOT_FOUND",
     )
+    # Events not judged (yet) or whose judging failed are skipped, and the task says so.
+    async with app.state.db.session() as session, session.begin():
+        rows = (await session.execute(select(CampaignEvent).order_by(CampaignEvent.position))).all()
+        rows[0][0].judged_at, rows[1][0].error = None, "engine down"
+    resp = await client.post("/v1/observability/datasets", json={"name": "e", "description": ""})
+    second = resp.json()["id"]
+    resp = await client.post(
+        f"/v1/observability/datasets/{second}/imports/from-campaign",
+        json={"campaign_id": campaign["id"]},
+    )
+    await run_jobs(app)
+    task = (
+        await client.get(f"/v1/observability/datasets/{second}/tasks/{resp.json()['id']}")
+    ).json()
+    assert task["message"] == "imported 1 record; skipped 2 (1 judging failed, 1 not judged yet)"

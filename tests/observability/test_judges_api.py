@@ -73,6 +73,36 @@ async def test_judge_crud(client: httpx.AsyncClient) -> None:
     await new_judge(client)
 
 
+async def test_judge_revisions(client: httpx.AsyncClient) -> None:
+    judge = await new_judge(client)
+    assert (judge["down_revision"], judge["base_revision"]) == (None, None)
+    url = f"{JUDGES}/{judge['id']}"
+    obs_error(await client.put(url, json=definition()), 400, "JUDGE_DID_NOT_CHANGE")
+    assert (await client.put(url, json=definition(instructions="v2"))).status_code == 204
+    assert (await client.put(url, json=definition(instructions="v3"))).status_code == 204
+    head = (await client.get(url)).json()
+    assert head["instructions"] == "v3" and head["up_revision"] is None
+    assert head["created_at"] == judge["created_at"]
+    v2 = (await client.get(f"{JUDGES}/{head['down_revision']}")).json()
+    assert v2["instructions"] == "v2" and v2["up_revision"] == judge["id"]
+    v1 = (await client.get(f"{JUDGES}/{v2['down_revision']}")).json()
+    assert v1["instructions"] == "Is the assistant polite?" and v1["up_revision"] == v2["id"]
+    assert v1["down_revision"] is None
+    assert head["base_revision"] == v2["base_revision"] == v1["base_revision"] == v1["id"]
+    # Only the latest revision is listed, changed or deleted; the name stays the judge's.
+    listed = (await client.get(JUDGES)).json()["judges"]
+    assert [j["id"] for j in listed["results"]] == [judge["id"]]
+    obs_error(
+        await client.put(f"{JUDGES}/{v1['id']}", json=definition(instructions="v4")),
+        409,
+        "JUDGE_ALREADY_HAS_NEW_VERSION",
+    )
+    obs_error(await client.delete(f"{JUDGES}/{v1['id']}"), 409, "JUDGE_ALREADY_HAS_NEW_VERSION")
+    assert (await client.delete(url)).status_code == 204
+    for rid in (v1["id"], v2["id"], judge["id"]):
+        obs_error(await client.get(f"{JUDGES}/{rid}"), 404, "JUDGE_NOT_FOUND")
+
+
 async def test_judge_names_filters_and_pages(client: httpx.AsyncClient) -> None:
     await new_judge(client, name="tone")
     second = await new_judge(client, name="score", output=SCORE)

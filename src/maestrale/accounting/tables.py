@@ -31,6 +31,9 @@ class UsageRecord(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     total_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
+    # Units of the non-token endpoints: transcription bills audio seconds, OCR pages.
+    audio_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    pages: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     status_code: Mapped[int] = mapped_column(Integer, default=200)
     correlation_id: Mapped[str | None] = mapped_column(String(200), default=None)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from maestrale.classifiers import executors as classifier_executors
 from maestrale.completions.gateway import Call, Gateway
 from maestrale.completions.hooks import Caller
 from maestrale.completions.schemas import (
@@ -241,6 +242,13 @@ EXECUTORS: Mapping[str, tuple[str, Executor]] = MappingProxyType(
         "/v1/chat/completions": ("chat", _chat),
         "/v1/fim/completions": ("fim", _fim),
         "/v1/embeddings": ("embeddings", _embeddings),
+        "/v1/moderations": ("moderations", classifier_executors.moderations),
+        "/v1/chat/moderations": ("moderations", classifier_executors.chat_moderations),
+        "/v1/classifications": ("classifications", classifier_executors.classifications),
+        "/v1/chat/classifications": (
+            "classifications",
+            classifier_executors.chat_classifications,
+        ),
     }
 )
 

@@ -21,7 +21,15 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, BadRequest, NotFound, UpstreamError, UpstreamTimeout
-from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
+from maestrale.engines.protocols import (
+    ChatEngine,
+    ClassificationEngine,
+    EmbeddingsEngine,
+    FimEngine,
+    ModerationEngine,
+    OcrEngine,
+    TranscriptionEngine,
+)
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.types import (
     ChatChunk,
@@ -38,6 +46,10 @@ CAPABILITIES = {
     "chat": ("completion_chat", ChatEngine, "chat completions"),
     "fim": ("completion_fim", FimEngine, "fill-in-the-middle completions"),
     "embeddings": ("embeddings", EmbeddingsEngine, "embeddings"),
+    "moderations": ("moderation", ModerationEngine, "moderation"),
+    "classifications": ("classification", ClassificationEngine, "classification"),
+    "ocr": ("ocr", OcrEngine, "OCR"),
+    "audio_transcriptions": ("audio_transcription", TranscriptionEngine, "audio transcription"),
 }
 CLIENT_CLOSED = 499
 T = TypeVar("T")
@@ -230,8 +242,12 @@ class Gateway:
         outputs: list[dict[str, Any]] | None,
         usage: Usage | None,
         status: int,
+        *,
+        audio_seconds: float = 0.0,
+        pages: int = 0,
     ) -> None:
-        """Account for the call (buffered; written in the background) and reconcile hooks."""
+        """Account for the call (buffered; written in the background) and reconcile hooks.
+        Transcription reports `audio_seconds` and OCR `pages` beside (or instead of) tokens."""
         usage = usage or Usage()
         price = call.spec.price
         cost = (
@@ -256,6 +272,8 @@ class Gateway:
                 "completion_tokens": usage.completion_tokens,
                 "total_tokens": usage.total_tokens,
                 "cost": cost,
+                "audio_seconds": audio_seconds,
+                "pages": pages,
                 "latency_ms": latency_ms,
                 "status_code": status,
                 "correlation_id": call.correlation_id,

@@ -12,6 +12,7 @@ from maestrale.core.errors import BadRequest
 from maestrale.core.ids import new_id
 
 MESSAGE_TYPES = frozenset({"message.input", "message.output"})
+PLAIN_ROLES = frozenset({"system", "user", "assistant"})
 PREFIXES = {
     "message.input": "msg",
     "message.output": "msg",
@@ -172,18 +173,35 @@ def check_results(history: list[dict[str, Any]], added: list[dict[str, Any]]) ->
 
 def to_messages(instructions: str | None, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The chat messages a model sees for these entries (handoff records are not messages)."""
+    return turn_messages(instructions, entries)[0]
+
+
+def turn_messages(
+    instructions: str | None, entries: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The chat messages of `to_messages`, and the positions of those that are not plain text
+    messages (`{"role": "user" | "assistant" | "system", "content": str}`): prefixes, chunked
+    content, tool calls and results, which the turn checks further (see `turn.py`)."""
     messages: list[dict[str, Any]] = []
+    special: list[int] = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
     for item in entries:
         kind = item["type"]
-        if kind == "message.input":
-            message = {"role": item["role"], "content": item["content"]}
+        if kind == "message.output":
+            content = item["content"]
+            if type(content) is not str:
+                special.append(len(messages))
+            messages.append({"role": "assistant", "content": content})
+        elif kind == "message.input":
+            content, role = item["content"], item["role"]
+            message = {"role": role, "content": content}
             if item.get("prefix"):
                 message["prefix"] = True
+                special.append(len(messages))
+            elif type(content) is not str or role not in PLAIN_ROLES:
+                special.append(len(messages))
             messages.append(message)
-        elif kind == "message.output":
-            messages.append({"role": "assistant", "content": item["content"]})
         elif kind == "function.call":
             call = {
                 "id": item["tool_call_id"],
@@ -194,9 +212,11 @@ def to_messages(instructions: str | None, entries: list[dict[str, Any]]) -> list
             if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
                 last["tool_calls"].append(call)
             else:
+                special.append(len(messages))
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function.result":
+            special.append(len(messages))
             messages.append(
                 {"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["result"]}
             )
-    return messages
+    return messages, special

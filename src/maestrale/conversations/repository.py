@@ -4,14 +4,18 @@ only through a conversation read from that workspace)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import sqlalchemy as sa
+from sqlalchemy.orm.attributes import set_committed_value
 
 from maestrale.conversations.tables import Conversation, ConversationEntry
 from maestrale.core.pagination import PageParams
 from maestrale.core.repository import WorkspaceRepository
+
+ENTRIES = cast(sa.Table, ConversationEntry.__table__)
+CONVERSATIONS = cast(sa.Table, Conversation.__table__)
 
 
 class ConversationRepository(WorkspaceRepository[Conversation]):
@@ -20,19 +24,19 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
     async def locked(self, conversation_id: str) -> Conversation | None:
         """The conversation, with its row write-locked until the transaction ends, so that two
         appends to it run one after the other (a no-op update takes the lock on every backend:
-        a row lock on Postgres, the database write lock on SQLite)."""
-        await self.session.execute(
+        a row lock on Postgres, the database write lock on SQLite). The update returns the row
+        (one round trip), overwriting any copy the session already holds."""
+        stmt = (
             sa.update(Conversation)
             .where(
                 Conversation.id == conversation_id,
                 Conversation.workspace_id == self.tenant.workspace_id,
             )
             .values(entry_count=Conversation.entry_count)
-            .execution_options(synchronize_session=False)
+            .returning(Conversation)
+            .execution_options(synchronize_session=False, populate_existing=True)
         )
-        row = await self.get(conversation_id)
-        if row is not None:
-            await self.session.refresh(row)
+        row: Conversation | None = (await self.session.execute(stmt)).scalar_one_or_none()
         return row
 
     async def page(self, page: PageParams, metadata: Mapping[str, str]) -> list[Conversation]:
@@ -43,17 +47,21 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
         return await self.list(stmt.offset(page.offset).limit(page.limit))
 
     async def entries(
-        self, conversation: Conversation, *, upto_seq: int | None = None
+        self, conversation: Conversation, *, from_seq: int = 0, upto_seq: int | None = None
     ) -> list[dict[str, Any]]:
-        # Read as text and parsed with orjson: the JSON type's per-row decoding is the bulk of
-        # the cost of a long history.
-        stmt = sa.select(sa.cast(ConversationEntry.body, sa.Text)).where(
-            ConversationEntry.conversation_id == conversation.id
+        # A Core read of the bodies as text, parsed with orjson: the JSON type's per-row
+        # decoding and the ORM's row handling were the bulk of the cost of a long history.
+        stmt = sa.select(sa.cast(ENTRIES.c.body, sa.Text)).where(
+            ENTRIES.c.conversation_id == conversation.id
         )
+        if from_seq:
+            stmt = stmt.where(ENTRIES.c.seq >= from_seq)
         if upto_seq is not None:
-            stmt = stmt.where(ConversationEntry.seq <= upto_seq)
-        rows = await self.session.execute(stmt.order_by(ConversationEntry.seq))
-        return [orjson.loads(text) for text in rows.scalars()]
+            stmt = stmt.where(ENTRIES.c.seq <= upto_seq)
+        connection = await self.session.connection()
+        rows = await connection.execute(stmt.order_by(ENTRIES.c.seq))
+        loads = orjson.loads
+        return [loads(text) for text in rows.scalars().all()]
 
     async def entry(self, conversation: Conversation, entry_id: str) -> ConversationEntry | None:
         row = await self.session.get(ConversationEntry, entry_id)
@@ -61,19 +69,29 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
             return None
         return row
 
-    async def add_entries(self, conversation: Conversation, bodies: list[dict[str, Any]]) -> None:
-        for body in bodies:
-            self.session.add(
-                ConversationEntry(
-                    id=body["id"],
-                    conversation_id=conversation.id,
-                    seq=conversation.entry_count,
-                    type=body["type"],
-                    body=body,
-                )
-            )
-            conversation.entry_count += 1
-        await self.session.flush()
+    async def add_entries(
+        self, conversation: Conversation, bodies: list[dict[str, Any]], **changes: Any
+    ) -> None:
+        """Insert the entries, numbered after the conversation's last, then write the
+        conversation's new `entry_count` and the other column `changes`: two Core statements, no
+        unit of work (the values are set on the object as loaded, so nothing is written twice).
+        The caller holds the conversation's lock, or has just created it."""
+        first = conversation.entry_count
+        if bodies:
+            rows = [
+                {
+                    "id": body["id"], "conversation_id": conversation.id,
+                    "seq": first + position, "type": body["type"], "body": body,
+                }
+                for position, body in enumerate(bodies)
+            ]  # fmt: skip
+            await self.session.execute(sa.insert(ENTRIES), rows)
+        values = {"entry_count": first + len(bodies), **changes}
+        await self.session.execute(
+            sa.update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation.id).values(values)
+        )
+        for key, value in values.items():
+            set_committed_value(conversation, key, value)
 
     async def delete_conversation(self, conversation: Conversation) -> None:
         await self.session.execute(

@@ -8,13 +8,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
-from maestrale.completions.execute import prepare_chat
 from maestrale.completions.gateway import Call, Gateway
 from maestrale.completions.hooks import Caller
-from maestrale.completions.schemas import ChatCompletionRequest
 from maestrale.conversations import entries as E
+from maestrale.conversations.turn import prepare_turn
 from maestrale.core.errors import BadRequest
 from maestrale.engines.types import ChatRequest, Usage
 
@@ -83,24 +80,16 @@ LoadAgent = Callable[[str], Awaitable[Target]]
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def chat_body(
-    target: Target, messages: list[dict[str, Any]], override: dict[str, Any] | None
-) -> ChatCompletionRequest:
+def chat_params(target: Target, override: dict[str, Any] | None) -> dict[str, Any]:
+    """The chat request of a turn, but its messages: the target's model, completion arguments
+    (overridden by the request's) and offered tools."""
     args = {**target.completion_args, **(override or {})}
     body: dict[str, Any] = {k: v for k, v in args.items() if k in COMPLETION_ARGS}
-    body.update(model=target.model, messages=messages)
+    body["model"] = target.model
     tools = target.offered_tools()
     if tools:
         body["tools"] = tools
-    try:
-        return ChatCompletionRequest.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise BadRequest(
-            f"invalid completion request for the model: {where}: {first.get('msg')}",
-            code="invalid_completion_args",
-        ) from exc
+    return body
 
 
 async def run(
@@ -121,8 +110,10 @@ async def run(
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     for _ in range(MAX_STEPS):
         target.check_tools()
-        body = chat_body(target, E.to_messages(target.instructions, history + outputs), override)
-        call, request = await prepare_chat(gateway, caller, body, correlation_id=conversation_id)
+        call, request = await prepare_turn(
+            gateway, caller, chat_params(target, override), target.instructions,
+            history + outputs, correlation_id=conversation_id,
+        )  # fmt: skip
         message_id = E.entry_id("message.output")
         if emit is None:
             result = await gateway.chat(call, request)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from maestrale.agents.service import AgentService
 from maestrale.completions.gateway import Gateway
 from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
 from maestrale.conversations import runtime
+from maestrale.conversations.histories import HISTORIES
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.schemas import (
     ConversationAppend,
@@ -142,13 +145,27 @@ class ConversationService:
         )  # fmt: skip
 
     async def _store(
-        self, row: Conversation, added: list[dict[str, Any]], result: runtime.RunResult
+        self,
+        row: Conversation,
+        added: list[dict[str, Any]],
+        result: runtime.RunResult,
+        history: list[dict[str, Any]] | None = None,
     ) -> None:
-        await self.repo.add_entries(row, added + result.outputs)
+        """Write the new entries after `history` (the entries the conversation had, as read
+        under its lock; none for a new conversation); once the transaction has committed,
+        they are this process's copy of the history (see `histories`)."""
+        changes: dict[str, Any] = {"updated_at": utcnow()}
         if row.agent_id is not None and result.target.agent_id != row.agent_id:
-            row.agent_id, row.agent_version = result.target.agent_id, result.target.agent_version
-        row.updated_at = utcnow()
-        await self.session.flush()
+            target = result.target
+            changes.update(agent_id=target.agent_id, agent_version=target.agent_version)
+        new = added + result.outputs
+        await self.repo.add_entries(row, new, **changes)
+        key, entries = (self.tenant.workspace_id, row.id), (*(history or ()), *new)
+
+        def committed(_: Session) -> None:
+            HISTORIES.put(key, entries)
+
+        event.listen(self.session.sync_session, "after_commit", committed, once=True)
 
     # Operations.
 
@@ -207,7 +224,7 @@ class ConversationService:
         self, conversation_id: str, body: ConversationAppend, emit: runtime.Emit | None = None
     ) -> ConversationResponse:
         row = await self.get_row(conversation_id, lock=True)
-        history = await self.repo.entries(row)
+        history = await self._locked_history(row)
         added = E.parse_inputs(body.inputs) if body.inputs is not None else []
         override = body.completion_args.stored() if body.completion_args else None
         result = await self._run(
@@ -215,8 +232,19 @@ class ConversationService:
             emit,
         )  # fmt: skip
         if body.store:
-            await self._store(row, added, result)
+            await self._store(row, added, result, history)
         return self._response(row.id, result)
+
+    async def _locked_history(self, row: Conversation) -> list[dict[str, Any]]:
+        """The history of a conversation whose row this transaction has locked: the entries
+        this process read before (see `histories`), then those added since, read now."""
+        key = (self.tenant.workspace_id, row.id)
+        known = HISTORIES.get(key, row.entry_count)
+        if len(known) == row.entry_count:
+            return list(known)
+        history = [*known, *await self.repo.entries(row, from_seq=len(known))]
+        HISTORIES.put(key, tuple(history))
+        return history
 
     async def restart(
         self, conversation_id: str, body: ConversationRestart, emit: runtime.Emit | None = None

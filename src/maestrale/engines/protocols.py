@@ -7,8 +7,20 @@ The gateway resolves a model from the catalog to an engine object and checks, wi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from maestrale.engines.moderation_types import (
+    ClassificationRequest,
+    ClassificationResult,
+    ModerationRequest,
+    ModerationResult,
+)
+from maestrale.engines.ocr_types import OcrImage, OcrLine
+from maestrale.engines.transcription_types import (
+    TranscriptionEvent,
+    TranscriptionRequest,
+    TranscriptionResult,
+)
 from maestrale.engines.types import (
     ChatChunk,
     ChatRequest,
@@ -45,6 +57,48 @@ class FimEngine(Protocol):
 class EmbeddingsEngine(Protocol):
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
         """Embed each input text; vectors come back in input order."""
+        ...
+
+
+@runtime_checkable
+class ModerationEngine(Protocol):
+    async def moderate(self, request: ModerationRequest) -> ModerationResult:
+        """Score each input over the moderation `CATEGORIES`; one verdict per input, in order."""
+        ...
+
+
+@runtime_checkable
+class ClassificationEngine(Protocol):
+    async def classify(self, request: ClassificationRequest) -> ClassificationResult:
+        """Score each input for every target of the classifier; one result per input."""
+        ...
+
+
+@runtime_checkable
+class OcrEngine(Protocol):
+    async def recognize(self, image: OcrImage) -> list[OcrLine]:
+        """Recognise the text of one image: its lines (or line fragments) with their boxes in
+        the image's pixels and a confidence in [0, 1], in no particular order."""
+        ...
+
+
+@runtime_checkable
+class OcrDocumentEngine(Protocol):
+    async def process_document(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Run a whole `/v1/ocr` request (wire format, model already resolved) where the engine
+        does it all (an upstream platform); the result is the OCR response body."""
+        ...
+
+
+@runtime_checkable
+class TranscriptionEngine(Protocol):
+    async def transcribe(self, request: TranscriptionRequest) -> TranscriptionResult:
+        """Transcribe the request's audio; `EngineError` 400 (undecodable), 413 (too long)."""
+        ...
+
+    def transcribe_stream(self, request: TranscriptionRequest) -> AsyncIterator[TranscriptionEvent]:
+        """Stream the transcription: `LanguageDetected` (when known), each `Segment` as it is
+        decoded, and the whole `TranscriptionResult` last."""
         ...
 
 

@@ -28,6 +28,24 @@ ENGINES: Mapping[str, tuple[str, str | None]] = MappingProxyType(
         "openai_compat": ("maestrale.engines.openai_compat:create_engine", None),
         "llama_cpp": ("maestrale.engines.local.llama_cpp:create_engine", "local"),
         "e5": ("maestrale.engines.local.e5:create_engine", "local"),
+        "local_moderation": (
+            "maestrale.engines.local.moderation.engine:create_engine",
+            "moderation",
+        ),
+        "classifier": ("maestrale.engines.local.classifier:create_engine", "moderation"),
+        "openai_compat_moderation": (
+            "maestrale.engines.openai_compat.moderation:create_engine",
+            None,
+        ),
+        "rapidocr": ("maestrale.engines.local.rapidocr_engine:create_engine", "ocr"),
+        "tesseract": ("maestrale.engines.local.tesseract_engine:create_engine", "ocr"),
+        "openai_compat_ocr": ("maestrale.engines.openai_compat.ocr:create_engine", None),
+        "faster_whisper": ("maestrale.engines.local.whisper:create_engine", "audio"),
+        "pocketsphinx": ("maestrale.engines.local.sphinx:create_engine", "audio"),
+        "openai_compat_transcription": (
+            "maestrale.engines.openai_compat.transcription:create_engine",
+            None,
+        ),
     }
 )
 

@@ -7,19 +7,28 @@ from typing import Annotated
 from fastapi import Query, Request, Response
 
 from maestrale.core.auth.dependencies import CurrentTenant, StandardAuth
+from maestrale.core.auth.principal import Principal
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession
 from maestrale.observability.campaigns_service import CampaignRepository, CampaignService
-from maestrale.observability.datasets_import import import_from_campaign
+from maestrale.observability.datasets_export import export_to_jsonl
+from maestrale.observability.datasets_import import DatasetImports
 from maestrale.observability.datasets_schemas import (
     DatasetCreate,
+    DatasetExport,
+    DatasetImportTaskList,
     DatasetImportTaskOut,
+    DatasetImportTaskPage,
     DatasetList,
     DatasetOut,
     DatasetPage,
     DatasetUpdate,
     ImportFromCampaign,
+    ImportFromDataset,
+    ImportFromExplorer,
+    ImportFromFile,
+    ImportFromPlayground,
     RecordCreate,
     RecordList,
     RecordOut,
@@ -150,6 +159,14 @@ async def replace_properties(
     return Response(status_code=204)
 
 
+def _imports(request: Request, session: DbSession, tenant: CurrentTenant) -> DatasetImports:
+    return DatasetImports(_service(session, tenant), JobQueue(request.app.state.db))
+
+
+def _creator(principal: Principal) -> str:
+    return principal.user_id or principal.key_id
+
+
 @router.post("/datasets/{dataset_id}/imports/from-campaign", status_code=202)
 async def import_campaign(
     dataset_id: str,
@@ -159,13 +176,126 @@ async def import_campaign(
     tenant: CurrentTenant,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
+    """Import a campaign's judged events (their verdicts as properties); events not judged yet
+    or whose judging failed are skipped. Runs as a task: poll `tasks/{task_id}`."""
     campaigns = CampaignService(CampaignRepository(session, tenant), JobQueue(request.app.state.db))
-    task = await import_from_campaign(
-        _service(session, tenant),
-        campaigns,
-        tenant,
-        dataset_id,
-        body.campaign_id,
-        principal.user_id or principal.key_id,
+    task = await _imports(request, session, tenant).from_campaign(
+        dataset_id, body.campaign_id, _creator(principal), campaigns
     )
     return DatasetImportTaskOut.model_validate(task)
+
+
+@router.post("/datasets/{dataset_id}/imports/from-explorer", status_code=202)
+async def import_explorer(
+    dataset_id: str,
+    body: ImportFromExplorer,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    principal: StandardAuth,
+) -> DatasetImportTaskOut:
+    """Import chat completion events by id (request and response messages as the payload)."""
+    task = await _imports(request, session, tenant).from_explorer(
+        dataset_id, body.completion_event_ids, _creator(principal)
+    )
+    return DatasetImportTaskOut.model_validate(task)
+
+
+@router.post("/datasets/{dataset_id}/imports/from-file", status_code=202)
+async def import_file(
+    dataset_id: str,
+    body: ImportFromFile,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    principal: StandardAuth,
+) -> DatasetImportTaskOut:
+    """Import an uploaded JSONL file: one record a line, `{"payload", "properties"}` (what the
+    export writes) or a bare conversation `{"messages": [...]}`. One bad line fails the task
+    and imports nothing."""
+    task = await _imports(request, session, tenant).from_file(
+        dataset_id, body.file_id, _creator(principal), principal.key_id, request.app.state.blobs
+    )
+    return DatasetImportTaskOut.model_validate(task)
+
+
+@router.post("/datasets/{dataset_id}/imports/from-playground", status_code=202)
+async def import_playground(
+    dataset_id: str,
+    body: ImportFromPlayground,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    principal: StandardAuth,
+) -> DatasetImportTaskOut:
+    """Import conversations (of the Conversations API) by id: their entries as chat messages."""
+    task = await _imports(request, session, tenant).from_playground(
+        dataset_id, body.conversation_ids, _creator(principal)
+    )
+    return DatasetImportTaskOut.model_validate(task)
+
+
+@router.post("/datasets/{dataset_id}/imports/from-dataset", status_code=202)
+async def import_dataset(
+    dataset_id: str,
+    body: ImportFromDataset,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    principal: StandardAuth,
+) -> DatasetImportTaskOut:
+    """Copy records (of any dataset of the workspace) by id, payload, properties and source."""
+    task = await _imports(request, session, tenant).from_dataset(
+        dataset_id, body.dataset_record_ids, _creator(principal)
+    )
+    return DatasetImportTaskOut.model_validate(task)
+
+
+@router.get("/datasets/{dataset_id}/tasks")
+async def list_tasks(
+    dataset_id: str,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    page_size: PageSize = 50,
+    page: Page = 1,
+) -> DatasetImportTaskList:
+    """The dataset's import tasks, newest first."""
+    rows, count, nxt, prev = await _imports(request, session, tenant).tasks(
+        dataset_id, PageParams(page, page_size, first_page=1)
+    )
+    results = [DatasetImportTaskOut.model_validate(r) for r in rows]
+    page_ = DatasetImportTaskPage(count=count, results=results, next=nxt, previous=prev)
+    return DatasetImportTaskList(tasks=page_)
+
+
+@router.get("/datasets/{dataset_id}/tasks/{task_id}")
+async def get_task(
+    dataset_id: str, task_id: str, request: Request, session: DbSession, tenant: CurrentTenant
+) -> DatasetImportTaskOut:
+    """One import task: its status, progress (percent) and final message."""
+    task = await _imports(request, session, tenant).task(dataset_id, task_id)
+    return DatasetImportTaskOut.model_validate(task)
+
+
+@router.get("/datasets/{dataset_id}/exports/to-jsonl")
+async def export_jsonl(
+    dataset_id: str,
+    request: Request,
+    session: DbSession,
+    tenant: CurrentTenant,
+    principal: StandardAuth,
+) -> DatasetExport:
+    """Export the dataset to a JSONL file of the Files API; `file_url` is a signed link to its
+    content (valid 24 hours; the file expires after 7 days)."""
+    settings = request.app.state.settings
+    url = await export_to_jsonl(
+        _service(session, tenant),
+        dataset_id,
+        key_id=principal.key_id,
+        blobs=request.app.state.blobs,
+        queue=JobQueue(request.app.state.db),
+        base_url=(settings.public_url or str(request.base_url)).rstrip("/"),
+        secret=request.app.state.secret_key,
+    )
+    return DatasetExport(file_url=url)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 
 class DatasetCreate(BaseModel):
@@ -97,3 +97,37 @@ class DatasetImportTaskOut(BaseModel):
     status: str
     progress: int | None
     message: str | None
+
+
+Ids = list[Annotated[str, StringConstraints(min_length=1, max_length=200)]]
+
+
+class ImportFromExplorer(BaseModel):
+    completion_event_ids: Ids = Field(min_length=1, max_length=10_000)
+
+
+class ImportFromFile(BaseModel):
+    file_id: str = Field(min_length=1, max_length=200)
+
+
+class ImportFromPlayground(BaseModel):
+    conversation_ids: Ids = Field(min_length=1, max_length=10_000)
+
+
+class ImportFromDataset(BaseModel):
+    dataset_record_ids: Ids = Field(min_length=1, max_length=10_000)
+
+
+class DatasetImportTaskPage(BaseModel):
+    count: int
+    results: list[DatasetImportTaskOut]
+    next: str | None = None
+    previous: str | None = None
+
+
+class DatasetImportTaskList(BaseModel):
+    tasks: DatasetImportTaskPage
+
+
+class DatasetExport(BaseModel):
+    file_url: str

@@ -59,12 +59,23 @@ async def get_event(event_id: str, session: DbSession, tenant: CurrentTenant) ->
 @router.get("/chat-completion-events/{event_id}/similar-events")
 async def get_similar_events(
     event_id: str,
+    request: Request,
     session: DbSession,
     tenant: CurrentTenant,
     gateway: GatewayDep,
     caller: CallerDep,
 ) -> SearchEventsOut:
-    rows = await similar_events(EventRepository(session, tenant), gateway, caller, event_id)
+    """The events nearest to this one by the embedding of their conversation (embedded lazily
+    with MAESTRALE_SIMILAR_EVENTS_MODEL), nearest first, from the caller's workspace only."""
+    settings = request.app.state.settings
+    rows = await similar_events(
+        EventRepository(session, tenant),
+        gateway,
+        caller,
+        event_id,
+        model=settings.similar_events_model,
+        embed_limit=settings.similar_events_embed_limit,
+    )
     return SearchEventsOut(completion_events=FeedOut(results=[preview(r) for r in rows]))
 
 

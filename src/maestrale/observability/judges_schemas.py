@@ -67,7 +67,7 @@ class JudgeOut(BaseModel):
     output: dict[str, Any]
     instructions: str
     tools: list[str]
-    # Maestrale updates a judge in place: it keeps no revisions.
+    # See judges_service: the judge's earlier revisions, each a judge of its own.
     up_revision: str | None = None
     down_revision: str | None = None
     base_revision: str | None = None

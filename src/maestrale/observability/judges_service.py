@@ -1,5 +1,12 @@
 """Judges: CRUD with soft delete (`deleted_at`), names unique among a workspace's live judges,
-1-based numbered pages with type, model and name filters."""
+1-based numbered pages with type, model and name filters.
+
+Revisions: updating a judge keeps its id (which always holds the latest definition) and moves
+the definition it replaces to a row of its own, an earlier revision: the judge's
+`down_revision` names it, its `up_revision` names the revision that replaced it, and every
+revision's `base_revision` names the first one. Earlier revisions are read by id but are not
+listed, cannot be updated (JUDGE_ALREADY_HAS_NEW_VERSION) nor deleted on their own; deleting a
+judge deletes its revisions. An update that changes nothing is refused (JUDGE_DID_NOT_CHANGE)."""
 
 from __future__ import annotations
 
@@ -21,6 +28,10 @@ class JudgeRepository(WorkspaceRepository[Judge]):
     def alive(self) -> Select[Judge]:
         return self.select().where(Judge.deleted_at.is_(None))
 
+    def latest(self) -> Select[Judge]:
+        """Live judges at their latest revision (earlier revisions are not listed)."""
+        return self.alive().where(Judge.up_revision.is_(None))
+
 
 def definition_of(judge: Judge) -> JudgeDefinition:
     return JudgeDefinition.model_validate(
@@ -40,7 +51,7 @@ class JudgeService:
         self.repo = repo
 
     async def _check_name(self, name: str, except_id: str | None = None) -> None:
-        stmt = self.repo.alive().where(Judge.name == name)
+        stmt = self.repo.latest().where(Judge.name == name)
         if except_id is not None:
             stmt = stmt.where(Judge.id != except_id)
         if await self.repo.count(stmt):
@@ -73,16 +84,53 @@ class JudgeService:
             )
         return found[0]
 
+    def _latest_only(self, judge: Judge) -> None:
+        if judge.up_revision is not None:
+            raise ObservabilityError(
+                f"judge {judge.id!r} is an earlier revision of judge {judge.up_revision!r}: "
+                "only a judge's latest revision can be changed",
+                "JUDGE_ALREADY_HAS_NEW_VERSION",
+                status_code=409,
+            )
+
     async def update(self, judge_id: str, body: JudgeDefinition) -> None:
         judge = await self.get(judge_id)
+        self._latest_only(judge)
+        if definition_of(judge).model_dump() == body.model_dump():
+            raise ObservabilityError(
+                f"judge {judge_id!r} already has this definition", "JUDGE_DID_NOT_CHANGE"
+            )
         await self._check_name(body.name, except_id=judge.id)
+        now = utcnow()
+        earlier = Judge(
+            id=new_id(),
+            owner_id=judge.owner_id,
+            created_at=judge.updated_at,
+            updated_at=now,
+            up_revision=judge.id,
+            down_revision=judge.down_revision,
+        )
+        earlier.base_revision = judge.base_revision or earlier.id
+        self._apply(earlier, definition_of(judge))
+        if judge.down_revision is not None:
+            before = await self.repo.get(judge.down_revision)
+            if before is not None:
+                before.up_revision = earlier.id
+        await self.repo.add(earlier)
         self._apply(judge, body)
-        judge.updated_at = utcnow()
+        judge.down_revision, judge.base_revision = earlier.id, earlier.base_revision
+        judge.updated_at = now
         await self.repo.session.flush()
 
     async def delete(self, judge_id: str) -> None:
         judge = await self.get(judge_id)
-        judge.deleted_at = judge.updated_at = utcnow()
+        self._latest_only(judge)
+        now = utcnow()
+        judge.deleted_at = judge.updated_at = now
+        if judge.base_revision is not None:
+            stmt = self.repo.alive().where(Judge.base_revision == judge.base_revision)
+            for earlier in await self.repo.list(stmt):
+                earlier.deleted_at = earlier.updated_at = now
         await self.repo.session.flush()
 
     async def list_judges(
@@ -92,7 +140,7 @@ class JudgeService:
         types: list[str] | None,
         models: list[str] | None,
     ) -> tuple[list[Judge], int, str | None, str | None]:
-        stmt = self.repo.alive()
+        stmt = self.repo.latest()
         if q:
             stmt = stmt.where(Judge.name.icontains(q, autoescape=True))
         if types:

@@ -1,19 +1,20 @@
 """Similar events: the nearest events by the embedding of their conversation.
 
 Embeddings are computed lazily with the embeddings engine, through the gateway (accounted like
-any call), the first time a similar-events request needs them, and stored per event and model.
-The candidates are the workspace's latest `CANDIDATES` events; their vectors are scanned in
-memory (cosine similarity) and the `RESULTS` nearest with a positive similarity are returned,
-nearest first. (No pgvector index: a vector scan on every backend.)"""
+any call), by similar-events requests: the event asked about first, then the workspace's events
+that have no vector yet, newest first, in batches of BATCH, at most `embed_limit` per request
+(the rest on later requests, so one request stays bounded). The model is the setting
+`similar_events_model` (MAESTRALE_SIMILAR_EVENTS_MODEL, a catalog embeddings model).
+
+The search itself is in similar_vectors.py: pgvector where Postgres has it, else a chunked
+vector scan of the stored vectors. The RESULTS nearest with a positive similarity are returned,
+nearest first, never the event itself, never another workspace's."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import numpy as np
-from sqlalchemy import desc, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from maestrale.completions.execute import run_embeddings
 from maestrale.completions.gateway import Gateway
@@ -23,11 +24,10 @@ from maestrale.core.errors import NotFound
 from maestrale.engines.text import content_text
 from maestrale.observability.errors import ObservabilityError
 from maestrale.observability.repository import EventRepository
+from maestrale.observability.similar_vectors import VectorStore, normalised
 from maestrale.observability.tables import ChatCompletionEvent as E
-from maestrale.observability.tables import EventEmbedding
 
 SIMILARITY_MODEL = "mistral-embed"
-CANDIDATES = 1000
 BATCH = 64
 RESULTS = 20
 MAX_CHARS = 8000
@@ -43,66 +43,73 @@ def conversation_text(event: E) -> str:
 
 
 async def similar_events(
-    repo: EventRepository, gateway: Gateway, caller: Caller, event_id: str
+    repo: EventRepository,
+    gateway: Gateway,
+    caller: Caller,
+    event_id: str,
+    *,
+    model: str = SIMILARITY_MODEL,
+    embed_limit: int = 2000,
 ) -> list[E]:
     target = await repo.get(event_id)
     if target is None:
         raise ObservabilityError(
             f"chat completion event {event_id!r} not found", "SEARCH_NOT_FOUND", status_code=404
         )
-    stmt = repo.select().where(E.id != target.id).order_by(desc(E.created_at), desc(E.id))
-    candidates = list((await repo.session.execute(stmt.limit(CANDIDATES))).scalars())
-    if not candidates:
+    store = VectorStore(repo.session, repo.tenant.workspace_id, model)
+    await store.detect_pgvector()
+    embedder = _Embedder(repo, gateway, caller, store)
+    query = await store.get(target.id)
+    if query is None:
+        query = (await embedder.embed([target]))[target.id]
+    elif store.pgvector:
+        await store.save({target.id: query}, fresh=False)
+    await embedder.fill(embed_limit)
+    nearest = [(i, s) for i, s in await store.nearest(query, target.id, RESULTS) if s > 0]
+    if not nearest:
         return []
-    vectors = await _vectors(repo, gateway, caller, [target, *candidates])
-    query = vectors[target.id]
-    matrix = np.stack([vectors[e.id] for e in candidates])
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    scores = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-    order = np.argsort(-scores, kind="stable")[:RESULTS]
-    return [candidates[i] for i in order if scores[i] > 0]
+    rows = await repo.session.execute(repo.select().where(E.id.in_([i for i, _ in nearest])))
+    by_id = {e.id: e for e in rows.scalars()}
+    return [by_id[i] for i, _ in nearest if i in by_id]
 
 
-async def _vectors(
-    repo: EventRepository, gateway: Gateway, caller: Caller, events: list[E]
-) -> dict[str, Any]:
-    session = repo.session
-    ids = [e.id for e in events]
-    known = await session.execute(
-        select(EventEmbedding.event_id, EventEmbedding.vector).where(
-            EventEmbedding.model == SIMILARITY_MODEL,
-            EventEmbedding.workspace_id == repo.tenant.workspace_id,
-            EventEmbedding.event_id.in_(ids),
-        )
-    )
-    vectors: dict[str, Any] = {i: np.frombuffer(v, dtype=np.float32) for i, v in known.all()}
-    missing = [e for e in events if e.id not in vectors]
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    for start in range(0, len(missing), BATCH):
-        chunk = missing[start : start + BATCH]
-        body = EmbeddingRequest(model=SIMILARITY_MODEL, input=[conversation_text(e) for e in chunk])
+class _Embedder:
+    def __init__(
+        self, repo: EventRepository, gateway: Gateway, caller: Caller, store: VectorStore
+    ) -> None:
+        self.repo, self.gateway, self.caller, self.store = repo, gateway, caller, store
+
+    async def fill(self, limit: int) -> None:
+        """Vectors for the workspace's events that lack one, newest first, at most `limit`."""
+        missing = await self.store.missing(limit)
+        for start in range(0, len(missing), BATCH):
+            ids = missing[start : start + BATCH]
+            if self.store.pgvector:
+                # Already embedded before pgvector appeared: copy, do not pay again.
+                known = await self.store.stored(ids)
+                await self.store.save(known, fresh=False)
+                ids = [i for i in ids if i not in known]
+            if not ids:
+                continue
+            rows = await self.repo.session.execute(self.repo.select().where(E.id.in_(ids)))
+            await self.embed(list(rows.scalars()))
+
+    async def embed(self, events: list[E]) -> dict[str, np.ndarray]:
+        model = self.store.model
+        body = EmbeddingRequest(model=model, input=[conversation_text(e) for e in events])
         try:
             _, response = await run_embeddings(
-                gateway, caller, body, correlation_id=f"similar-{uuid.uuid4()}",
+                self.gateway, self.caller, body, correlation_id=f"similar-{uuid.uuid4()}",
                 source="observability",
             )  # fmt: skip
         except NotFound as exc:
             raise ObservabilityError(
-                f"similar events need the embeddings model {SIMILARITY_MODEL!r}: {exc.message}",
+                f"similar events need the embeddings model {model!r}: {exc.message}",
                 "FEATURE_NOT_SUPPORTED",
             ) from exc
-        rows = []
-        for event, item in zip(chunk, response["data"], strict=True):
-            vector = np.asarray(item["embedding"], dtype=np.float32)
-            vectors[event.id] = vector
-            rows.append(
-                {
-                    "event_id": event.id,
-                    "model": SIMILARITY_MODEL,
-                    "workspace_id": repo.tenant.workspace_id,
-                    "vector": vector.tobytes(),
-                }
-            )
-        # Two requests may embed the same event at once: the first row stays.
-        await session.execute(dialect.insert(EventEmbedding).values(rows).on_conflict_do_nothing())
-    return vectors
+        vectors = {
+            event.id: normalised(item["embedding"])
+            for event, item in zip(events, response["data"], strict=True)
+        }
+        await self.store.save(vectors)
+        return vectors

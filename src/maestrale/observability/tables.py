@@ -19,7 +19,9 @@ class ChatCompletionEvent(Base):
     __table_args__ = (
         Index("ix_cce_ws_created", "workspace_id", "created_at", "id"),
         Index("ix_cce_ws_correlation", "workspace_id", "correlation_id"),
-        Index("ix_cce_ws_model", "workspace_id", "model"),
+        # Model / status filters newest first: seek, then walk created_at (migration 0009).
+        Index("ix_cce_ws_model_created", "workspace_id", "model", "created_at", "id"),
+        Index("ix_cce_ws_status_created", "workspace_id", "status_code", "created_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -87,6 +89,11 @@ class Judge(WorkspaceScoped, Base):
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[str]] = mapped_column(JSONDoc, default=list)
     owner_id: Mapped[str] = mapped_column(String(200))
+    # Revisions (judges_service.update): the judge's id always holds its latest definition;
+    # each earlier one is kept in a row of its own, linked both ways and to the first one.
+    up_revision: Mapped[str | None] = mapped_column(String(200), default=None)
+    down_revision: Mapped[str | None] = mapped_column(String(200), default=None)
+    base_revision: Mapped[str | None] = mapped_column(String(200), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -135,7 +142,8 @@ class CampaignEvent(Base):
 
 
 class DatasetImportTask(WorkspaceScoped, Base):
-    """An import into a dataset (from a campaign: its judged events become records)."""
+    """An import into a dataset (events, records, conversations, a file, a campaign), run by the
+    durable `observability.dataset_import` job: RUNNING, then COMPLETED, FAILED or CANCELED."""
 
     __tablename__ = "observability_dataset_tasks"
 
@@ -156,6 +164,10 @@ class EventEmbedding(Base):
     similar-events request that needs it."""
 
     __tablename__ = "observability_event_embeddings"
+    __table_args__ = (
+        # The similar-events scan: a workspace's vectors of one model, in event_id chunks.
+        Index("ix_obs_event_embeddings_scan", "workspace_id", "model", "event_id"),
+    )
 
     event_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     model: Mapped[str] = mapped_column(String(200), primary_key=True)

@@ -1,0 +1,1 @@
+"""Audio transcription: POST /v1/audio/transcriptions, plain and streamed."""

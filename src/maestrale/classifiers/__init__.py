@@ -1,0 +1,1 @@
+"""Moderation and classification: /v1/moderations, /v1/classifications and their chat forms."""

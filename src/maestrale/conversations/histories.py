@@ -1,0 +1,62 @@
+"""This process's copies of the conversation histories it read last, so that an append reads only
+the entries added since its previous read instead of the whole history.
+
+Safe across requests and replicas because entries are append-only and immutable: an entry is
+never changed once written, a conversation's entries are numbered 0, 1, ... (`seq`), and its
+`entry_count` — the next number — is read under the append lock. A copy of the first k entries,
+read from the database, therefore stays right; an append whose conversation has n ≥ k entries
+reads those from k on, whichever replica wrote them, and one with n < k (impossible unless the
+database was rewritten) drops the copy. Only entries read from the database (committed) are kept,
+never the ones an append is writing (its transaction may still roll back). Conversation ids are
+random and never reused; a deleted conversation is not found (and its copy ages out).
+
+Bounded: beyond `max_entries` entries in all, the least recently used copies are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+Entries = tuple[dict[str, Any], ...]
+
+
+class Histories:
+    def __init__(self, max_entries: int = 50_000) -> None:
+        self.max_entries = max_entries
+        self._copies: OrderedDict[tuple[str, str], Entries] = OrderedDict()
+        self._size = 0
+
+    def get(self, key: tuple[str, str], entry_count: int) -> Entries:
+        """The copy of the first entries of the conversation (`key`: workspace id and
+        conversation id) that has `entry_count` entries: empty when there is none."""
+        copy = self._copies.get(key)
+        if copy is None:
+            return ()
+        if len(copy) > entry_count:
+            self.drop(key)
+            return ()
+        self._copies.move_to_end(key)
+        return copy
+
+    def put(self, key: tuple[str, str], entries: Entries) -> None:
+        """Keep `entries`, the conversation's entries as read from the database."""
+        self.drop(key)
+        if len(entries) > self.max_entries:
+            return
+        self._copies[key] = entries
+        self._size += len(entries)
+        while self._size > self.max_entries:
+            _, dropped = self._copies.popitem(last=False)
+            self._size -= len(dropped)
+
+    def drop(self, key: tuple[str, str]) -> None:
+        copy = self._copies.pop(key, None)
+        if copy is not None:
+            self._size -= len(copy)
+
+    def __len__(self) -> int:
+        return self._size
+
+
+HISTORIES = Histories()

@@ -1,0 +1,180 @@
+"""The engine request of one conversation turn, built straight from the conversation's entries.
+
+A history is long and grows by a few entries a turn: validating it whole as a
+ChatCompletionRequest (pydantic) on every append cost more than the rest of the append. So a
+turn's request is built in one pass over the messages: a plain text message (the bulk of a
+history) is already in the engine's shape and passes the `Message` schema by construction; any
+other message (content chunks, tool calls, tool results) is validated by that schema, as the chat
+endpoint would; the rules across messages are checked as `validate_chat` checks them, and the
+completion arguments are validated by the request schema (without the messages). The outcome —
+the engine request, or the 400 and its text — is what the chat endpoint's path (`prepare_chat` on
+a validated ChatCompletionRequest) gives for the same messages and arguments;
+tests/conversations/test_turn.py holds the two side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from maestrale.catalog.config import ModelSpec
+from maestrale.completions.execute import estimate_tokens
+from maestrale.completions.gateway import Call, Gateway
+from maestrale.completions.hooks import Caller
+from maestrale.completions.schemas import ChatCompletionRequest, Message
+from maestrale.completions.validation import (
+    InvalidRequest,
+    check_max_tokens,
+    engine_messages,
+    validate_chat,
+)
+from maestrale.conversations import entries as E
+from maestrale.core.errors import BadRequest
+from maestrale.engines.text import content_text
+from maestrale.engines.types import ChatRequest
+
+# The request's fields in validation order: pydantic reports the first invalid field in it.
+FIELD_ORDER = {name: position for position, name in enumerate(ChatCompletionRequest.model_fields)}
+# Stands in for the messages when `validate_chat` checks the rest of a request (tools, format,
+# max_tokens); it passes every message rule.
+PROBE = Message(role="user", content="")
+
+
+def invalid_args(errors: list[Any]) -> BadRequest:
+    """The 400 of a request the schema refuses, naming its first invalid field."""
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return BadRequest(
+        f"invalid completion request for the model: {where}: {first.get('msg')}",
+        code="invalid_completion_args",
+    )
+
+
+def _rank(errors: list[Any]) -> int:
+    loc = errors[0].get("loc", ())
+    return FIELD_ORDER.get(str(loc[0]), 0) if loc else 0
+
+
+def validate_params(body: dict[str, Any]) -> tuple[ChatCompletionRequest | None, list[Any]]:
+    """The request without its messages, validated; or the schema's errors."""
+    try:
+        return ChatCompletionRequest.model_validate({**body, "messages": []}), []
+    except ValidationError as exc:
+        return None, exc.errors()
+
+
+def _fail(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, param=param)
+
+
+def checked_messages(
+    messages: list[dict[str, Any]], special: list[int]
+) -> tuple[int, list[Any] | None]:
+    """Put the `special` messages (see `E.turn_messages`) through the `Message` schema and in
+    their engine shape, in place; return the characters of all the messages and the schema
+    errors of the first message it refuses (their loc from the request's root), if any. The
+    other messages are plain text ones, valid and already in their engine shape."""
+    for index in special:
+        message = messages[index]
+        try:
+            messages[index] = engine_messages([Message.model_validate(message)])[0]
+        except ValidationError as exc:
+            return 0, [{**e, "loc": ("messages", index, *e["loc"])} for e in exc.errors()]
+    chars = 0
+    for message in messages:
+        content = message["content"]
+        chars += len(content) if type(content) is str else len(content_text(content))
+    return chars, None
+
+
+def check_messages(messages: list[dict[str, Any]], special: list[int], spec: ModelSpec) -> None:
+    """The rules across messages of `validate_chat`, on engine messages; only the `special`
+    ones can break them (a plain text message has content, no prefix, images or tool calls)."""
+    if not messages:
+        raise _fail("messages must not be empty", "messages")
+    call_ids: set[str] = set()
+    call_names: set[str] = set()
+    vision = spec.has("vision")
+    last = len(messages) - 1
+    for i in special:
+        message = messages[i]
+        role, content = message["role"], message["content"]
+        where = f"messages[{i}]"
+        if role in ("system", "user") and content is None:
+            raise _fail(f"{where}: a {role} message needs content", f"{where}.content")
+        if message.get("prefix") and (role != "assistant" or i != last):
+            raise _fail(f"{where}: only the last message, an assistant one, may be a prefix", where)
+        if not vision and isinstance(content, list):
+            for chunk in content:
+                if chunk["type"] == "image_url":
+                    raise _fail(
+                        f"{where}: model {spec.id} does not accept images (no vision capability)",
+                        f"{where}.content",
+                    )
+        if role == "assistant" and message.get("tool_calls"):
+            call_ids.update(call["id"] for call in message["tool_calls"])
+            call_names.update(call["function"]["name"] for call in message["tool_calls"])
+        if role == "tool":
+            tool_call_id = message.get("tool_call_id")
+            matched = (
+                tool_call_id in call_ids if tool_call_id is not None
+                else message.get("name") in call_names
+            )  # fmt: skip
+            if not matched:
+                raise _fail(
+                    f"{where}: tool message answers no earlier tool call "
+                    f"(tool_call_id {tool_call_id!r})",
+                    f"{where}.tool_call_id",
+                )
+
+
+async def prepare_turn(
+    gateway: Gateway,
+    caller: Caller,
+    body: dict[str, Any],
+    instructions: str | None,
+    entries: list[dict[str, Any]],
+    *,
+    correlation_id: str,
+) -> tuple[Call, ChatRequest]:
+    """Open, validate and admit the chat call of `body` (a chat request without messages) on
+    the messages of `instructions` and `entries`; return it with the engine request, as
+    `prepare_chat` would for the same request with its messages."""
+    params, param_errors = validate_params(body)
+    if param_errors and _rank(param_errors) < FIELD_ORDER["messages"]:
+        raise invalid_args(param_errors)
+    wire, special = E.turn_messages(instructions, entries)
+    chars, message_errors = checked_messages(wire, special)
+    if message_errors:
+        raise invalid_args(message_errors)
+    if params is None:
+        raise invalid_args(param_errors)
+    call = await gateway.open(caller, params.model, "chat", correlation_id=correlation_id)
+    call.extra = params.metadata or {}
+    check_messages(wire, special, call.spec)
+    validate_chat(params.model_copy(update={"messages": [PROBE]}), call.spec)
+    check_max_tokens(call.spec, params.max_tokens, chars)
+    await gateway.admit(call, estimate_tokens(chars, params.max_tokens))
+    tools = [tool.model_dump(exclude_none=True) for tool in params.tools] if params.tools else None
+    choice = params.tool_choice
+    engine_request = ChatRequest(
+        model=call.upstream,
+        messages=wire,
+        tools=tools,
+        tool_choice=choice.model_dump() if choice is not None and not isinstance(choice, str)
+        else choice,
+        parallel_tool_calls=params.parallel_tool_calls,
+        response_format=params.response_format.model_dump(by_alias=True, exclude_none=True)
+        if params.response_format
+        else None,
+        max_tokens=params.max_tokens,
+        stop=params.stop_list(),
+        temperature=params.temperature,
+        top_p=params.top_p,
+        random_seed=params.random_seed,
+        n=params.n or 1,
+        presence_penalty=params.presence_penalty,
+        frequency_penalty=params.frequency_penalty,
+    )  # fmt: skip
+    return call, engine_request

@@ -1,0 +1,199 @@
+"""Fetching a URL a client names (`document_url`, `file_url`, ...) without opening the server's
+network to it: server-side request forgery is refused by construction.
+
+Every address a host name resolves to is checked before connecting (and the connection goes to
+the checked address, so a second DNS answer cannot swap it), redirects are followed by hand and
+each hop is checked again, the body is read under a byte limit and the whole fetch under a time
+limit. `data:` URLs are decoded in process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import ipaddress
+import socket
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from maestrale.core.errors import AppError, BadRequest
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 5
+
+
+class UrlNotAllowed(BadRequest):
+    code = "url_not_allowed"
+
+
+class FetchFailed(BadRequest):
+    code = "fetch_failed"
+
+
+class FetchTooLarge(AppError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPolicy:
+    """What a fetch may reach and how much it may read."""
+
+    allow_private: bool = False
+    max_bytes: int = 50 * 1024 * 1024
+    timeout_seconds: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    content: bytes
+    content_type: str | None
+    url: str
+
+
+def address_allowed(address: str, policy: FetchPolicy) -> bool:
+    """A public unicast address, or any address when the policy allows private ones."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_multicast or ip.is_unspecified:
+        return False
+    if policy.allow_private:
+        return True
+    return ip.is_global and not (ip.is_private or ip.is_loopback or ip.is_link_local)
+
+
+class _GuardedResolver(AbstractResolver):
+    """Resolves through the system resolver and refuses any answer outside the policy."""
+
+    def __init__(self, policy: FetchPolicy) -> None:
+        self._policy = policy
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, family=socket.AF_UNSPEC
+            )
+        except socket.gaierror as exc:
+            raise FetchFailed(f"cannot resolve host {host!r}") from exc
+        results: list[ResolveResult] = []
+        for fam, _, proto, _, sockaddr in infos:
+            address = str(sockaddr[0])
+            if not address_allowed(address, self._policy):
+                raise UrlNotAllowed(
+                    f"host {host!r} resolves to {address}, a loopback, private, link-local or "
+                    "reserved address; such URLs are refused"
+                )
+            results.append(
+                {
+                    "hostname": host,
+                    "host": address,
+                    "port": int(sockaddr[1]),
+                    "family": fam,
+                    "proto": proto,
+                    "flags": socket.AI_NUMERICHOST,
+                }
+            )
+        return results
+
+    async def close(self) -> None:
+        return None
+
+
+def decode_data_url(url: str, policy: FetchPolicy) -> Fetched:
+    """`data:[<type>][;base64],<data>` (RFC 2397)."""
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise BadRequest("malformed data URL: no ',' before the data", code="invalid_url")
+    params = header.split(";")
+    is_base64 = params[-1].strip().lower() == "base64"
+    content_type = params[0].strip() or "text/plain"
+    if len(payload) > policy.max_bytes * 4 // 3 + 8:
+        raise FetchTooLarge(f"the data URL holds more than {policy.max_bytes} bytes")
+    try:
+        data = (
+            base64.b64decode(payload + "=" * (-len(payload) % 4), validate=False)
+            if is_base64
+            else unquote_to_bytes(payload)
+        )
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest("malformed data URL: invalid base64", code="invalid_url") from exc
+    if len(data) > policy.max_bytes:
+        raise FetchTooLarge(f"the data URL holds more than {policy.max_bytes} bytes")
+    return Fetched(data, content_type, "data:")
+
+
+def _check_url(url: str, policy: FetchPolicy) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise UrlNotAllowed(f"only http, https and data URLs can be fetched, not {url[:40]!r}")
+    if not parts.hostname:
+        raise BadRequest("the URL has no host", code="invalid_url")
+    # aiohttp connects to an IP-literal host without asking the resolver: check it here.
+    try:
+        literal = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return
+    if not address_allowed(str(literal), policy):
+        raise UrlNotAllowed(
+            f"{parts.hostname} is a loopback, private, link-local or reserved address; "
+            "such URLs are refused"
+        )
+
+
+async def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
+    """The body of `url` (http, https or data), within the policy's address, size and time
+    limits. Raises UrlNotAllowed (400), FetchTooLarge (413) or FetchFailed (400)."""
+    if url[:5].lower() == "data:":
+        return decode_data_url(url, policy)
+    _check_url(url, policy)
+    connector = aiohttp.TCPConnector(resolver=_GuardedResolver(policy), use_dns_cache=False)
+    timeout = aiohttp.ClientTimeout(total=policy.timeout_seconds)
+    try:
+        async with aiohttp.ClientSession(
+            connector=connector, timeout=timeout, trust_env=False
+        ) as session:
+            return await _follow(session, url, policy)
+    except AppError:
+        raise
+    except TimeoutError as exc:
+        raise FetchFailed(
+            f"fetching the URL took longer than {policy.timeout_seconds:g} s"
+        ) from exc
+    except aiohttp.ClientError as exc:
+        raise FetchFailed(f"cannot fetch the URL: {type(exc).__name__}") from exc
+
+
+async def _follow(session: aiohttp.ClientSession, url: str, policy: FetchPolicy) -> Fetched:
+    for _ in range(_MAX_REDIRECTS + 1):
+        _check_url(url, policy)
+        async with session.get(url, allow_redirects=False) as response:
+            if response.status in _REDIRECTS and "Location" in response.headers:
+                url = urljoin(url, response.headers["Location"])
+                continue
+            if response.status >= 400:
+                raise FetchFailed(f"the URL answered HTTP {response.status}")
+            return Fetched(await _read_limited(response, policy), response.content_type, url)
+    raise FetchFailed(f"more than {_MAX_REDIRECTS} redirects")
+
+
+async def _read_limited(response: aiohttp.ClientResponse, policy: FetchPolicy) -> bytes:
+    declared: Any = response.content_length
+    if declared is not None and declared > policy.max_bytes:
+        raise FetchTooLarge(f"the URL's content is over the {policy.max_bytes}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > policy.max_bytes:
+            raise FetchTooLarge(f"the URL's content is over the {policy.max_bytes}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,1 @@
+"""Local moderation: offensive-language model, PII recognisers and embedding similarity."""

@@ -1,0 +1,1 @@
+"""OCR of PDFs and images: POST /v1/ocr."""

@@ -1,0 +1,122 @@
+"""An append reads only the entries added since this process last read the conversation
+(conversations/histories.py); entries written by another replica in between are read too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import select
+
+from maestrale.completions.hooks import Caller
+from maestrale.conversations import entries as E
+from maestrale.conversations.histories import HISTORIES, Histories
+from maestrale.conversations.repository import ConversationRepository
+from maestrale.conversations.runtime import RunResult, Target
+from maestrale.conversations.service import ConversationService
+from maestrale.conversations.tables import Conversation
+from maestrale.core.auth.principal import Tenant
+from maestrale.observability.tables import ChatCompletionEvent
+
+
+async def post(client: httpx.AsyncClient, url: str, **body: Any) -> dict[str, Any]:
+    response = await client.post(url, json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def test_append_reads_entries_another_replica_wrote(
+    app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    started = await post(client, "/v1/conversations", model="maestrale-echo", inputs="one")
+    conv_id = started["conversation_id"]
+    url = f"/v1/conversations/{conv_id}"
+    await post(client, url, inputs="two")
+    key = (tenant.workspace_id, conv_id)
+    assert len(HISTORIES.get(key, 10)) == 4  # what the append read and wrote (committed)
+    # Another replica appends (straight to the database: this process's copy does not see it).
+    async with app.state.db.session() as session:
+        repo = ConversationRepository(session, tenant)
+        row = await repo.get(conv_id)
+        assert row is not None
+        await repo.add_entries(
+            row, [E.entry("message.input", role="user", content="elsewhere", prefix=False)]
+        )
+    answered = await post(client, url, inputs="three")
+    assert answered["outputs"][0]["content"] == "echo: three"
+    await post(client, url, inputs="four")
+
+    await app.state.recorder.flush()
+    async with app.state.db.session() as session:
+        events = (
+            (
+                await session.execute(
+                    select(ChatCompletionEvent)
+                    .where(ChatCompletionEvent.correlation_id == conv_id)
+                    .order_by(ChatCompletionEvent.created_at)
+                )
+            )
+            .scalars()
+            .all()
+        )
+    seen = [[m["content"] for m in event.request_messages] for event in events]
+    assert seen[-2] == ["one", "echo: one", "two", "echo: two", "elsewhere", "three"]
+    assert seen[-1] == [*seen[-2], "echo: three", "four"]
+    assert len(HISTORIES.get(key, 11)) == 9
+    history = (await client.get(f"{url}/history")).json()["entries"]
+    assert [e["content"] for e in history] == [*seen[-1], "echo: four"]
+
+
+async def test_deleted_conversation_is_not_found_despite_its_copy(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = (await post(client, "/v1/conversations", model="maestrale-echo", inputs="a"))[
+        "conversation_id"
+    ]
+    await post(client, f"/v1/conversations/{conv_id}", inputs="b")
+    assert (await client.delete(f"/v1/conversations/{conv_id}")).status_code == 204
+    response = await client.post(f"/v1/conversations/{conv_id}", json={"inputs": "c"})
+    assert response.status_code == 404
+
+
+def test_copies_are_bounded_and_checked_against_the_count() -> None:
+    histories = Histories(max_entries=5)
+    three = tuple({"n": i} for i in range(3))
+    histories.put(("w", "a"), three)
+    assert histories.get(("w", "a"), 3) == three
+    assert histories.get(("w", "a"), 7) == three  # entries added since: read by the caller
+    assert histories.get(("w", "a"), 2) == ()  # fewer entries than the copy: dropped
+    assert histories.get(("w", "a"), 3) == ()
+    histories.put(("w", "a"), three)
+    histories.put(("w", "b"), three)  # over the bound: the least recently used goes
+    assert histories.get(("w", "a"), 3) == () and histories.get(("w", "b"), 3) == three
+    assert len(histories) == 3
+    histories.put(("w", "c"), tuple({"n": i} for i in range(6)))  # larger than the bound
+    assert histories.get(("w", "c"), 6) == () and len(histories) == 3
+    histories.put(("x", "b"), three)  # another workspace's key is another copy
+    assert histories.get(("w", "b"), 3) == () and histories.get(("x", "b"), 3) == three
+
+
+async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant) -> None:
+    """The copy takes an append's entries when its transaction commits, not when it rolls
+    back (the entries were never written: another append will take their numbers)."""
+    caller = Caller(tenant.organization_id, tenant.workspace_id)
+    gateway, engines = app.state.gateway, app.state.engines
+    outputs = [E.message_output("echo: x", None, "maestrale-echo")]
+    result = RunResult(outputs, {}, Target(model="maestrale-echo"))
+    async with app.state.db.sessionmaker() as session:
+        service = ConversationService(session, tenant, engines, gateway, caller)
+        row = Conversation(id="conv_kept", model="maestrale-echo")
+        await service.repo.add(row)
+        await session.commit()
+    key = (tenant.workspace_id, "conv_kept")
+    for commit in (False, True):
+        async with app.state.db.sessionmaker() as session:
+            service = ConversationService(session, tenant, engines, gateway, caller)
+            row = await service.get_row("conv_kept", lock=True)
+            added = [E.entry("message.input", role="user", content="x", prefix=False)]
+            await service._store(row, added, result, [])
+            await (session.commit() if commit else session.rollback())
+        assert HISTORIES.get(key, 10) == ((*added, *outputs) if commit else ())

@@ -1,0 +1,115 @@
+"""The URL fetcher refuses loopback, private and link-local hosts (also behind a redirect),
+and enforces its byte limit; data URLs decode in process."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from maestrale.core.fetch import (
+    FetchFailed,
+    FetchPolicy,
+    FetchTooLarge,
+    UrlNotAllowed,
+    address_allowed,
+    fetch_url,
+)
+
+
+@pytest.fixture
+async def local_site() -> AsyncIterator[str]:
+    async def big(_: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 5000)
+
+    async def small(_: web.Request) -> web.Response:
+        return web.Response(body=b"hello", content_type="text/plain")
+
+    async def hop(_: web.Request) -> web.Response:
+        raise web.HTTPFound("/small")
+
+    app = web.Application()
+    app.router.add_get("/big", big)
+    app.router.add_get("/small", small)
+    app.router.add_get("/hop", hop)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.9",
+        "192.168.1.1",
+        "169.254.169.254",
+        "::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "0.0.0.0",
+        "100.64.0.1",
+        "fd00::1",
+    ],
+)
+def test_private_addresses_are_refused(address: str) -> None:
+    assert not address_allowed(address, FetchPolicy())
+
+
+def test_public_addresses_are_allowed() -> None:
+    assert address_allowed("93.184.216.34", FetchPolicy())
+    assert address_allowed("2606:4700::1111", FetchPolicy())
+    assert address_allowed("10.0.0.1", FetchPolicy(allow_private=True))
+
+
+@pytest.mark.parametrize("path", ["/small", "/hop"])
+async def test_loopback_urls_are_refused(local_site: str, path: str) -> None:
+    with pytest.raises(UrlNotAllowed, match="loopback"):
+        await fetch_url(local_site + path, FetchPolicy())
+    with pytest.raises(UrlNotAllowed):
+        await fetch_url(local_site.replace("127.0.0.1", "localhost") + path, FetchPolicy())
+
+
+async def test_allowed_when_configured_and_redirects_are_followed(local_site: str) -> None:
+    fetched = await fetch_url(local_site + "/hop", FetchPolicy(allow_private=True))
+    assert fetched.content == b"hello"
+    assert fetched.content_type == "text/plain"
+
+
+async def test_byte_limit(local_site: str) -> None:
+    with pytest.raises(FetchTooLarge):
+        await fetch_url(local_site + "/big", FetchPolicy(allow_private=True, max_bytes=1000))
+
+
+async def test_other_schemes_are_refused() -> None:
+    for url in ("file:///etc/passwd", "ftp://example.com/x", "gopher://x"):
+        with pytest.raises(UrlNotAllowed):
+            await fetch_url(url, FetchPolicy())
+
+
+async def test_data_urls() -> None:
+    payload = base64.b64encode(b"%PDF-1.4 tiny").decode()
+    fetched = await fetch_url(f"data:application/pdf;base64,{payload}", FetchPolicy())
+    assert fetched.content == b"%PDF-1.4 tiny"
+    assert fetched.content_type == "application/pdf"
+    with pytest.raises(FetchTooLarge):
+        await fetch_url(f"data:application/pdf;base64,{payload}", FetchPolicy(max_bytes=4))
+
+
+async def test_timeout(local_site: str) -> None:
+    del local_site
+    server = await asyncio.start_server(lambda r, w: asyncio.sleep(5), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    with pytest.raises(FetchFailed, match="longer than"):
+        await fetch_url(
+            f"http://127.0.0.1:{port}/", FetchPolicy(allow_private=True, timeout_seconds=0.3)
+        )
+    server.close()
