@@ -20,6 +20,7 @@ from maestrale.api import api_router
 from maestrale.catalog.config import load_catalog
 from maestrale.completions.gateway import Gateway
 from maestrale.config import Settings, make_data_dir
+from maestrale.conversations.histories import Histories
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.invalidation import Invalidator
@@ -164,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.key_cache = KeyCache(settings.auth_cache_ttl)
     app.state.metrics = Metrics()
+    app.state.histories = Histories()
     install_error_handlers(app, scoped={observability_errors.PREFIX: observability_errors.render})
     app.include_router(api_router)
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
-from maestrale.conversations.histories import HISTORIES, Histories
+from maestrale.conversations.histories import Histories
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.runtime import RunResult, Target
 from maestrale.conversations.service import ConversationService
@@ -35,7 +35,7 @@ async def test_append_reads_entries_another_replica_wrote(
     url = f"/v1/conversations/{conv_id}"
     await post(client, url, inputs="two")
     key = (tenant.workspace_id, conv_id)
-    assert len(HISTORIES.get(key, 10)) == 4  # what the append read and wrote (committed)
+    assert len(app.state.histories.get(key, 10)) == 4  # what the append read and wrote (committed)
     # Another replica appends (straight to the database: this process's copy does not see it).
     async with app.state.db.session() as session:
         repo = ConversationRepository(session, tenant)
@@ -64,7 +64,7 @@ async def test_append_reads_entries_another_replica_wrote(
     seen = [[m["content"] for m in event.request_messages] for event in events]
     assert seen[-2] == ["one", "echo: one", "two", "echo: two", "elsewhere", "three"]
     assert seen[-1] == [*seen[-2], "echo: three", "four"]
-    assert len(HISTORIES.get(key, 11)) == 9
+    assert len(app.state.histories.get(key, 11)) == 9
     history = (await client.get(f"{url}/history")).json()["entries"]
     assert [e["content"] for e in history] == [*seen[-1], "echo: four"]
 
@@ -107,16 +107,20 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
     outputs = [E.message_output("echo: x", None, "maestrale-echo")]
     result = RunResult(outputs, {}, Target(model="maestrale-echo"))
     async with app.state.db.sessionmaker() as session:
-        service = ConversationService(session, tenant, engines, gateway, caller)
+        service = ConversationService(
+            session, tenant, engines, gateway, caller, app.state.histories
+        )
         row = Conversation(id="conv_kept", model="maestrale-echo")
         await service.repo.add(row)
         await session.commit()
     key = (tenant.workspace_id, "conv_kept")
     for commit in (False, True):
         async with app.state.db.sessionmaker() as session:
-            service = ConversationService(session, tenant, engines, gateway, caller)
+            service = ConversationService(
+                session, tenant, engines, gateway, caller, app.state.histories
+            )
             row = await service.get_row("conv_kept", lock=True)
             added = [E.entry("message.input", role="user", content="x", prefix=False)]
             await service._store(row, added, result, [])
             await (session.commit() if commit else session.rollback())
-        assert HISTORIES.get(key, 10) == ((*added, *outputs) if commit else ())
+        assert app.state.histories.get(key, 10) == ((*added, *outputs) if commit else ())

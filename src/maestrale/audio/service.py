@@ -157,7 +157,7 @@ class TranscriptionService:
 
     async def complete(self, call: Call, request: TranscriptionRequest) -> TranscriptionResult:
         """Run the engine (failures mapped and accounted by the gateway) and account the call."""
-        result: TranscriptionResult = await self.gateway._invoke(
+        result: TranscriptionResult = await self.gateway.invoke(
             call, call.engine.transcribe(request), None, None
         )
         await self.gateway.finish(

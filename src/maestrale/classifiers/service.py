@@ -85,9 +85,7 @@ async def moderate(
     )
     await gateway.admit(call, _estimate(texts))
     request = ModerationRequest(call.upstream, texts, registry_embedder(gateway.registry))
-    result: ModerationResult = await gateway._invoke(
-        call, call.engine.moderate(request), None, None
-    )
+    result: ModerationResult = await gateway.invoke(call, call.engine.moderate(request), None, None)
     await gateway.finish(call, None, None, None, result.usage, 200)
     return call, {
         "id": uuid.uuid4().hex,
@@ -112,7 +110,7 @@ async def classify(
     request = ClassificationRequest(
         call.upstream, texts, registry_embedder(gateway.registry), _artifact(call)
     )
-    result: ClassificationResult = await gateway._invoke(
+    result: ClassificationResult = await gateway.invoke(
         call, call.engine.classify(request), None, None
     )
     await gateway.finish(call, None, None, None, result.usage, 200)

@@ -146,7 +146,7 @@ class Gateway:
         for hook in self.hooks:
             call.reservation = await hook.before_call(call.info)
 
-    async def _invoke(
+    async def invoke(
         self,
         call: Call,
         work: Awaitable[T],
@@ -167,7 +167,7 @@ class Gateway:
     async def chat(self, call: Call, request: ChatRequest) -> ChatResult:
         request.model = call.upstream
         messages, tools = request.messages, request.tools
-        result: ChatResult = await self._invoke(call, call.engine.chat(request), messages, tools)
+        result: ChatResult = await self.invoke(call, call.engine.chat(request), messages, tools)
         outputs = [choice.message for choice in result.choices]
         await self.finish(call, messages, tools, outputs, result.usage, 200)
         return result
@@ -175,14 +175,14 @@ class Gateway:
     async def fim(self, call: Call, request: FimRequest) -> ChatResult:
         request.model = call.upstream
         messages = [{"role": "user", "content": request.prompt}]
-        result: ChatResult = await self._invoke(call, call.engine.fim(request), messages, None)
+        result: ChatResult = await self.invoke(call, call.engine.fim(request), messages, None)
         outputs = [choice.message for choice in result.choices]
         await self.finish(call, messages, None, outputs, result.usage, 200)
         return result
 
     async def embed(self, call: Call, request: EmbeddingRequest) -> EmbeddingResult:
         request.model = call.upstream
-        result: EmbeddingResult = await self._invoke(call, call.engine.embed(request), None, None)
+        result: EmbeddingResult = await self.invoke(call, call.engine.embed(request), None, None)
         await self.finish(call, None, None, None, result.usage, 200)
         return result
 

@@ -57,6 +57,3 @@ class Histories:
 
     def __len__(self) -> int:
         return self._size
-
-
-HISTORIES = Histories()

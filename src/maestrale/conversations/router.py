@@ -36,10 +36,12 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 
 
 async def _service(
-    session: DbSession, tenant: CurrentTenant, engines: Engines, gateway: GatewayDep,
-    caller: CallerDep,
+    request: Request, session: DbSession, tenant: CurrentTenant, engines: Engines,
+    gateway: GatewayDep, caller: CallerDep,
 ) -> ConversationService:  # fmt: skip
-    return ConversationService(session, tenant, engines, gateway, caller)
+    return ConversationService(
+        session, tenant, engines, gateway, caller, request.app.state.histories
+    )
 
 
 Service = Annotated[ConversationService, Depends(_service)]

@@ -14,7 +14,7 @@ from maestrale.completions.gateway import Gateway
 from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
 from maestrale.conversations import runtime
-from maestrale.conversations.histories import HISTORIES
+from maestrale.conversations.histories import Histories
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.schemas import (
     ConversationAppend,
@@ -77,6 +77,7 @@ class ConversationService:
         engines: EngineRegistry,
         gateway: Gateway,
         caller: Caller,
+        histories: Histories,
     ) -> None:
         self.session = session
         self.tenant = tenant
@@ -85,12 +86,15 @@ class ConversationService:
         self.agents = AgentService(session, tenant, engines)
         self.gateway = gateway
         self.caller = caller
+        self.histories = histories
 
     # Targets.
 
     def in_session(self, session: AsyncSession) -> ConversationService:
         """The same caller's service on another session (a stream outlives its request's)."""
-        return ConversationService(session, self.tenant, self.engines, self.gateway, self.caller)
+        return ConversationService(
+            session, self.tenant, self.engines, self.gateway, self.caller, self.histories
+        )
 
     async def agent_target(self, agent_id: str, version: str | int | None) -> runtime.Target:
         agent = await self.agents.agent(agent_id)
@@ -163,7 +167,7 @@ class ConversationService:
         key, entries = (self.tenant.workspace_id, row.id), (*(history or ()), *new)
 
         def committed(_: Session) -> None:
-            HISTORIES.put(key, entries)
+            self.histories.put(key, entries)
 
         event.listen(self.session.sync_session, "after_commit", committed, once=True)
 
@@ -239,11 +243,11 @@ class ConversationService:
         """The history of a conversation whose row this transaction has locked: the entries
         this process read before (see `histories`), then those added since, read now."""
         key = (self.tenant.workspace_id, row.id)
-        known = HISTORIES.get(key, row.entry_count)
+        known = self.histories.get(key, row.entry_count)
         if len(known) == row.entry_count:
             return list(known)
         history = [*known, *await self.repo.entries(row, from_seq=len(known))]
-        HISTORIES.put(key, tuple(history))
+        self.histories.put(key, tuple(history))
         return history
 
     async def restart(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query, Request, Response
+from fastapi import Depends, Query, Request, Response
 
 from maestrale.core.auth.dependencies import CurrentTenant, StandardAuth
 from maestrale.core.auth.principal import Principal
@@ -159,8 +159,11 @@ async def replace_properties(
     return Response(status_code=204)
 
 
-def _imports(request: Request, session: DbSession, tenant: CurrentTenant) -> DatasetImports:
+async def _imports(request: Request, session: DbSession, tenant: CurrentTenant) -> DatasetImports:
     return DatasetImports(_service(session, tenant), JobQueue(request.app.state.db))
+
+
+Imports = Annotated[DatasetImports, Depends(_imports)]
 
 
 def _creator(principal: Principal) -> str:
@@ -174,14 +177,13 @@ async def import_campaign(
     request: Request,
     session: DbSession,
     tenant: CurrentTenant,
+    imports: Imports,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
     """Import a campaign's judged events (their verdicts as properties); events not judged yet
     or whose judging failed are skipped. Runs as a task: poll `tasks/{task_id}`."""
     campaigns = CampaignService(CampaignRepository(session, tenant), JobQueue(request.app.state.db))
-    task = await _imports(request, session, tenant).from_campaign(
-        dataset_id, body.campaign_id, _creator(principal), campaigns
-    )
+    task = await imports.from_campaign(dataset_id, body.campaign_id, _creator(principal), campaigns)
     return DatasetImportTaskOut.model_validate(task)
 
 
@@ -189,15 +191,11 @@ async def import_campaign(
 async def import_explorer(
     dataset_id: str,
     body: ImportFromExplorer,
-    request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
+    imports: Imports,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
     """Import chat completion events by id (request and response messages as the payload)."""
-    task = await _imports(request, session, tenant).from_explorer(
-        dataset_id, body.completion_event_ids, _creator(principal)
-    )
+    task = await imports.from_explorer(dataset_id, body.completion_event_ids, _creator(principal))
     return DatasetImportTaskOut.model_validate(task)
 
 
@@ -206,14 +204,13 @@ async def import_file(
     dataset_id: str,
     body: ImportFromFile,
     request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
+    imports: Imports,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
     """Import an uploaded JSONL file: one record a line, `{"payload", "properties"}` (what the
     export writes) or a bare conversation `{"messages": [...]}`. One bad line fails the task
     and imports nothing."""
-    task = await _imports(request, session, tenant).from_file(
+    task = await imports.from_file(
         dataset_id, body.file_id, _creator(principal), principal.key_id, request.app.state.blobs
     )
     return DatasetImportTaskOut.model_validate(task)
@@ -223,15 +220,11 @@ async def import_file(
 async def import_playground(
     dataset_id: str,
     body: ImportFromPlayground,
-    request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
+    imports: Imports,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
     """Import conversations (of the Conversations API) by id: their entries as chat messages."""
-    task = await _imports(request, session, tenant).from_playground(
-        dataset_id, body.conversation_ids, _creator(principal)
-    )
+    task = await imports.from_playground(dataset_id, body.conversation_ids, _creator(principal))
     return DatasetImportTaskOut.model_validate(task)
 
 
@@ -239,29 +232,23 @@ async def import_playground(
 async def import_dataset(
     dataset_id: str,
     body: ImportFromDataset,
-    request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
+    imports: Imports,
     principal: StandardAuth,
 ) -> DatasetImportTaskOut:
     """Copy records (of any dataset of the workspace) by id, payload, properties and source."""
-    task = await _imports(request, session, tenant).from_dataset(
-        dataset_id, body.dataset_record_ids, _creator(principal)
-    )
+    task = await imports.from_dataset(dataset_id, body.dataset_record_ids, _creator(principal))
     return DatasetImportTaskOut.model_validate(task)
 
 
 @router.get("/datasets/{dataset_id}/tasks")
 async def list_tasks(
     dataset_id: str,
-    request: Request,
-    session: DbSession,
-    tenant: CurrentTenant,
+    imports: Imports,
     page_size: PageSize = 50,
     page: Page = 1,
 ) -> DatasetImportTaskList:
     """The dataset's import tasks, newest first."""
-    rows, count, nxt, prev = await _imports(request, session, tenant).tasks(
+    rows, count, nxt, prev = await imports.tasks(
         dataset_id, PageParams(page, page_size, first_page=1)
     )
     results = [DatasetImportTaskOut.model_validate(r) for r in rows]
@@ -270,11 +257,9 @@ async def list_tasks(
 
 
 @router.get("/datasets/{dataset_id}/tasks/{task_id}")
-async def get_task(
-    dataset_id: str, task_id: str, request: Request, session: DbSession, tenant: CurrentTenant
-) -> DatasetImportTaskOut:
+async def get_task(dataset_id: str, task_id: str, imports: Imports) -> DatasetImportTaskOut:
     """One import task: its status, progress (percent) and final message."""
-    task = await _imports(request, session, tenant).task(dataset_id, task_id)
+    task = await imports.task(dataset_id, task_id)
     return DatasetImportTaskOut.model_validate(task)
 
 

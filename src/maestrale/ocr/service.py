@@ -81,7 +81,7 @@ async def _recognise(
         )
         try:
             # Engine failures are accounted and mapped (4xx kept, 5xx → 502) by the gateway.
-            pages = await ctx.gateway._invoke(
+            pages = await ctx.gateway.invoke(
                 call, recognise(call.engine, prepared, options), None, None
             )
         except AppError as exc:
@@ -150,7 +150,7 @@ async def _upstream(ctx: OcrContext, call: Call, request: OCRRequest) -> dict[st
             else {"type": "image_url", "image_url": url}
         )
     await ctx.gateway.admit(call, 0)
-    answer: dict[str, Any] = await ctx.gateway._invoke(
+    answer: dict[str, Any] = await ctx.gateway.invoke(
         call, call.engine.process_document(body), None, None
     )
     usage = answer.get("usage_info")

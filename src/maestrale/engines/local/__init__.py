@@ -3,3 +3,14 @@
 Each engine lives in its own module, imported only when a catalog entry names it, so that this
 package imports nothing heavy by itself.
 """
+
+import importlib.util
+
+
+def require(*modules: str) -> None:
+    """Raise ImportError (the registry's sign of a missing extra) unless every module can be
+    imported, without importing it: heavy libraries load with their engine's first request,
+    not when the server starts."""
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise ImportError(f"No module named {name!r}")

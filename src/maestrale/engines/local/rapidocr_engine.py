@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from rapidocr import RapidOCR
 
 from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.local import require
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.types import EngineError
 
 __all__ = ["RapidOcrEngine", "RapidOcrOptions", "create_engine"]
+
+require("rapidocr", "onnxruntime")
 
 
 class RapidOcrOptions(BaseModel):
@@ -59,6 +61,8 @@ class RapidOcrEngine:
 
     def _loaded(self) -> Any:
         if self._ocr is None:
+            from rapidocr import RapidOCR  # seconds to import: not at start-up
+
             try:
                 # RapidOCR logs every model path on each load, and a warning for every image
                 # without text (a blank page is no problem): errors only. No other parameter is

@@ -20,11 +20,10 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pocketsphinx import Decoder
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.local import audio_decode
+from maestrale.engines.local import audio_decode, require
 from maestrale.engines.local.worker import Emit, SerialWorker
 from maestrale.engines.transcription_types import (
     LanguageDetected,
@@ -37,6 +36,8 @@ from maestrale.engines.transcription_types import (
 from maestrale.engines.types import EngineError, Usage
 
 __all__ = ["SphinxEngine", "SphinxOptions", "create_engine"]
+
+require("pocketsphinx")
 
 _ALTERNATE = re.compile(r"\(\d+\)$")  # "read(2)": the second pronunciation of "read"
 
@@ -108,6 +109,8 @@ class SphinxEngine:
 
     def _loaded(self) -> Any:
         if self._decoder is None:
+            from pocketsphinx import Decoder  # imported with the first request
+
             try:
                 self._decoder = Decoder(samprate=audio_decode.SAMPLE_RATE, loglevel="FATAL")
             except (OSError, RuntimeError, ValueError) as exc:

@@ -36,12 +36,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import ctranslate2
-from faster_whisper import WhisperModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.local import audio_decode
+from maestrale.engines.local import audio_decode, require
 from maestrale.engines.local.worker import Emit, SerialWorker
 from maestrale.engines.transcription_types import (
     LanguageDetected,
@@ -54,6 +52,8 @@ from maestrale.engines.transcription_types import (
 from maestrale.engines.types import EngineError, Usage
 
 __all__ = ["WhisperEngine", "WhisperOptions", "create_engine"]
+
+require("faster_whisper", "ctranslate2")
 
 
 class WhisperOptions(BaseModel):
@@ -119,15 +119,17 @@ class WhisperEngine:
 
     def __init__(self, options: WhisperOptions) -> None:
         self._options = options
-        self._model: WhisperModel | None = None  # touched on the worker thread only
+        self._model: Any = None  # touched on the worker thread only
         self._worker: SerialWorker[TranscriptionEvent] = SerialWorker("whisper", options.max_queue)
 
     async def load(self) -> None:
         """Load the model now rather than on the first request (e.g. at start-up)."""
         await self._worker.run(lambda cancel: self._loaded())
 
-    def _loaded(self) -> WhisperModel:
+    def _loaded(self) -> Any:
         if self._model is None:
+            from faster_whisper import WhisperModel  # seconds to import: not at start-up
+
             path = self._options.model_path or default_model_path()
             if not Path(path).is_dir():
                 raise EngineError(
@@ -193,6 +195,8 @@ class WhisperEngine:
         model = self._loaded()
         # Whisper falls back to sampling when greedy decoding looks wrong: seeded, the same
         # audio gets the same text every time.
+        import ctranslate2
+
         ctranslate2.set_random_seed(self._options.seed)
         temperature: float | list[float] = (
             request.temperature

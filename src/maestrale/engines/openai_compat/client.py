@@ -208,13 +208,19 @@ class UpstreamClient:
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
         """POST `body` to `path` and return the parsed JSON answer; raise `EngineError`."""
+        return await self.post(path, orjson.dumps(body))
+
+    async def post(
+        self, path: str, payload: bytes, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """POST a ready body (JSON unless `headers` say otherwise: multipart, ...) to `path`,
+        retried on transient failures; return the parsed JSON answer or raise `EngineError`."""
         url = self._url(path)
-        payload = orjson.dumps(body)
         deadline = asyncio.get_running_loop().time() + self._timeout
         attempt = 0
         while True:
             try:
-                async with self._request(url, payload, deadline) as response:
+                async with self._request(url, payload, deadline, headers) as response:
                     content = await response.read()
             except TimeoutError:
                 raise timeout_error() from None

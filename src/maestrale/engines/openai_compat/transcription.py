@@ -15,7 +15,6 @@ events once it answers): the streamed dialects of upstreams differ too much to p
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -23,15 +22,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.openai_compat.client import (
-    _TRANSPORT_ERRORS,
-    UpstreamClient,
-    _status_failure,
-    _transport_failure,
-    timeout_error,
-)
+from maestrale.engines.openai_compat.client import UpstreamClient
 from maestrale.engines.openai_compat.options import config_from_spec
-from maestrale.engines.openai_compat.wire import invalid_response, loads
+from maestrale.engines.openai_compat.wire import invalid_response
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     Segment,
@@ -74,30 +67,6 @@ def multipart_body(
     ).encode()
     out += audio + f"\r\n--{boundary}--\r\n".encode()
     return bytes(out), f"multipart/form-data; boundary={boundary}"
-
-
-class _FormClient(UpstreamClient):
-    """The upstream client, with one call more: a multipart POST, retried as JSON calls are."""
-
-    async def post_form(self, path: str, payload: bytes, content_type: str) -> Any:
-        url = self._url(path)
-        headers = {"content-type": content_type}
-        deadline = asyncio.get_running_loop().time() + self._timeout
-        attempt = 0
-        while True:
-            try:
-                async with self._request(url, payload, deadline, headers) as response:
-                    content = await response.read()
-            except TimeoutError:
-                raise timeout_error() from None
-            except _TRANSPORT_ERRORS as exc:
-                failure = _transport_failure(exc)
-            else:
-                if response.status < 400:
-                    return loads(content)
-                failure = _status_failure(response.status, response.headers, content)
-            await self._retry_or_raise(failure, attempt, deadline, path)
-            attempt += 1
 
 
 def _number(value: Any) -> float | None:
@@ -169,7 +138,7 @@ def parse_result(answer: Any) -> TranscriptionResult:
 class TranscriptionPassthrough:
     """Forwards transcriptions to an upstream's /audio/transcriptions over one pooled client."""
 
-    def __init__(self, client: _FormClient, dialect: Dialect) -> None:
+    def __init__(self, client: UpstreamClient, dialect: Dialect) -> None:
         self._client = client
         self._dialect = dialect
 
@@ -195,7 +164,7 @@ class TranscriptionPassthrough:
         body, content_type = multipart_body(
             self.fields(request), request.filename, request.content_type, request.audio
         )
-        return parse_result(await self._client.post_form(_PATH, body, content_type))
+        return parse_result(await self._client.post(_PATH, body, {"content-type": content_type}))
 
     async def transcribe_stream(
         self, request: TranscriptionRequest
@@ -225,4 +194,4 @@ def create_engine(spec: ModelSpec) -> TranscriptionPassthrough:
         config = config_from_spec(spec.model_copy(update={"options": options}))
     except ValidationError as exc:  # pragma: no cover - config_from_spec reports its own
         raise CatalogError(str(exc)) from exc
-    return TranscriptionPassthrough(_FormClient(config), dialect)
+    return TranscriptionPassthrough(UpstreamClient(config), dialect)
