@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from maestrale.classifiers import service
 from maestrale.classifiers.schemas import (
     ChatClassificationRequest,
@@ -16,21 +14,14 @@ from maestrale.classifiers.schemas import (
 )
 from maestrale.completions.gateway import Gateway
 from maestrale.completions.hooks import Caller
-from maestrale.core.validation import RequestInvalid
-
-
-def _parse(model: type[BaseModel], body: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise RequestInvalid(exc) from exc
+from maestrale.core.validation import parse_body
 
 
 async def moderations(
     gateway: Gateway, caller: Caller, body: dict[str, Any], correlation_id: str, source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    request: TextsRequest = _parse(TextsRequest, body)
+    request: TextsRequest = parse_body(TextsRequest, body)
     _, response = await service.moderate(
         gateway, caller, request.model, request.inputs(),
         correlation_id=correlation_id, source=source,
@@ -42,7 +33,7 @@ async def chat_moderations(
     gateway: Gateway, caller: Caller, body: dict[str, Any], correlation_id: str, source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    request: ChatModerationRequest = _parse(ChatModerationRequest, body)
+    request: ChatModerationRequest = parse_body(ChatModerationRequest, body)
     texts = service.conversation_texts(request.conversations())
     _, response = await service.moderate(
         gateway, caller, request.model, texts, correlation_id=correlation_id, source=source
@@ -54,7 +45,7 @@ async def classifications(
     gateway: Gateway, caller: Caller, body: dict[str, Any], correlation_id: str, source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    request: TextsRequest = _parse(TextsRequest, body)
+    request: TextsRequest = parse_body(TextsRequest, body)
     _, response = await service.classify(
         gateway, caller, request.model, request.inputs(),
         correlation_id=correlation_id, source=source,
@@ -66,7 +57,7 @@ async def chat_classifications(
     gateway: Gateway, caller: Caller, body: dict[str, Any], correlation_id: str, source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    request: ChatClassificationRequest = _parse(ChatClassificationRequest, body)
+    request: ChatClassificationRequest = parse_body(ChatClassificationRequest, body)
     texts = service.conversation_texts(request.conversations())
     _, response = await service.classify(
         gateway, caller, request.model, texts, correlation_id=correlation_id, source=source

@@ -11,8 +11,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from maestrale.classifiers import executors as classifier_executors
 from maestrale.completions.gateway import Call, Gateway
 from maestrale.completions.hooks import Caller
@@ -29,7 +27,7 @@ from maestrale.completions.validation import (
     validate_embeddings,
     validate_fim,
 )
-from maestrale.core.validation import RequestInvalid
+from maestrale.core.validation import parse_body
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, FimRequest
 from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
@@ -183,13 +181,6 @@ async def run_embeddings(
 Executor = Callable[[Gateway, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[Any]]
 
 
-def _parse(model: type[BaseModel], body: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise RequestInvalid(exc) from exc
-
-
 async def _chat(
     gateway: Gateway,
     caller: Caller,
@@ -198,7 +189,7 @@ async def _chat(
     source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    request: ChatCompletionRequest = _parse(ChatCompletionRequest, body)
+    request: ChatCompletionRequest = parse_body(ChatCompletionRequest, body)
     call, engine_request = await prepare_chat(
         gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
     )
@@ -213,7 +204,7 @@ async def _fim(
     source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    request: FIMCompletionRequest = _parse(FIMCompletionRequest, body)
+    request: FIMCompletionRequest = parse_body(FIMCompletionRequest, body)
     call, engine_request = await prepare_fim(
         gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
     )
@@ -228,7 +219,7 @@ async def _embeddings(
     source: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    request: EmbeddingRequest = _parse(EmbeddingRequest, body)
+    request: EmbeddingRequest = parse_body(EmbeddingRequest, body)
     _, response = await run_embeddings(
         gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from maestrale.core.errors import AppError
 
@@ -27,3 +27,11 @@ class RequestInvalid(AppError):
 
     def body(self) -> dict[str, Any]:
         return {"detail": self.detail}
+
+
+def parse_body(model: type[BaseModel], body: dict[str, Any]) -> Any:
+    """`body` as `model`; a validation failure is the 422 the live endpoint gives."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise RequestInvalid(exc) from exc
