@@ -3,7 +3,7 @@ history (target p50 ≤ 5 ms), and the time to read a 10,000-entry history (targ
 SQLite and on Postgres.
 
     .venv/bin/python -m bench.conversations.run [--backend sqlite|postgres|both] [--appends 100]
-        [--reads 20] [--history 1000]
+        [--reads 20] [--history 1000] [--agent]
 
 Postgres runs in a fresh database made next to MAESTRALE_TEST_POSTGRES_URL (as the tests do) and
 dropped at the end; `both` (the default when that variable is set) runs SQLite then Postgres.
@@ -65,10 +65,13 @@ async def fill(app: Any, conversation_id: str, count: int) -> None:
         await repo.add_entries(row, bodies)
 
 
-async def run(label: str, database_url: str, appends: int, reads: int, history: int) -> None:
+async def run(
+    label: str, database_url: str, appends: int, reads: int, history: int, on_agent: bool
+) -> None:
     await upgrade_async(database_url)
     with tempfile.TemporaryDirectory() as tmp:
-        app = create_app(test_settings(database_url, Path(tmp) / "data"))
+        # As `maestrale serve` runs (the tests turn the collector settings off).
+        app = create_app(test_settings(database_url, Path(tmp) / "data", gc_freeze=True))
         async with app.router.lifespan_context(app), make_client(app) as client:
             engine = app.state.engines.resolve("maestrale-echo").engine
             engine_seconds: list[float] = []
@@ -84,9 +87,14 @@ async def run(label: str, database_url: str, appends: int, reads: int, history: 
                     engine_cpu.append(time.process_time() - cpu)
 
             engine.chat = timed_chat
-            start = await client.post(
-                "/v1/conversations", json={"model": "maestrale-echo", "inputs": "hello"}
-            )
+            target: dict[str, Any] = {"model": "maestrale-echo"}
+            if on_agent:
+                agent = await client.post(
+                    "/v1/agents",
+                    json={"model": "maestrale-echo", "name": "bench", "instructions": "Be brief."},
+                )
+                target = {"agent_id": agent.json()["id"]}
+            start = await client.post("/v1/conversations", json={**target, "inputs": "hello"})
             conversation_id = start.json()["conversation_id"]
             # `history` entries (1,000) before the first measured append.
             await fill(app, conversation_id, history - 2 - 2 * WARM_UP)
@@ -104,7 +112,11 @@ async def run(label: str, database_url: str, appends: int, reads: int, history: 
                     engine_ms.append(sum(engine_seconds) * 1000)
                     overheads.append((total - sum(engine_seconds)) * 1000)
                     cpu_overheads.append((total_cpu - sum(engine_cpu)) * 1000)
-            print(f"[{label}] append, {history:,} to {history + 2 * appends:,} entries of history:")
+            on = "an agent" if on_agent else "a model"
+            print(
+                f"[{label}] append to a conversation on {on}, {history:,} to "
+                f"{history + 2 * appends:,} entries of history:"
+            )
             print(f"  overhead over the model call   {p50_p95(overheads)}   (target p50 ≤ 5 ms)")
             print(f"  the same in CPU time           {p50_p95(cpu_overheads)}")
             print(f"  total latency                  {p50_p95(totals)}")
@@ -126,10 +138,10 @@ async def run(label: str, database_url: str, appends: int, reads: int, history: 
             print(f"[{label}] history of 10,000 entries: {p50_p95(times)}   (target ≤ 50 ms)")
 
 
-async def run_postgres(appends: int, reads: int, history: int) -> None:
+async def run_postgres(appends: int, reads: int, history: int, on_agent: bool) -> None:
     url = await create_postgres_database()
     try:
-        await run("postgres", url, appends, reads, history)
+        await run("postgres", url, appends, reads, history, on_agent)
     finally:
         await drop_postgres_database(url)
 
@@ -140,16 +152,17 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=100)
     parser.add_argument("--reads", type=int, default=20)
     parser.add_argument("--history", type=int, default=1000, help="entries before the appends")
+    parser.add_argument("--agent", action="store_true", help="a conversation on an agent")
     args = parser.parse_args()
     backend = args.backend or ("both" if os.environ.get(POSTGRES_ENV) else "sqlite")
     if backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite+aiosqlite:///{tmp}/bench.db"
-            asyncio.run(run("sqlite", url, args.appends, args.reads, args.history))
+            asyncio.run(run("sqlite", url, args.appends, args.reads, args.history, args.agent))
     if backend in ("postgres", "both"):
         if not os.environ.get(POSTGRES_ENV):
             parser.error(f"set {POSTGRES_ENV} to run on Postgres")
-        asyncio.run(run_postgres(args.appends, args.reads, args.history))
+        asyncio.run(run_postgres(args.appends, args.reads, args.history, args.agent))
     print(f"load average while it ran: {os.getloadavg()[0]:.2f} (1 min)")
 
 

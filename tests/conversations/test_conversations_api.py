@@ -344,3 +344,33 @@ async def test_appends_number_entries_and_touch_the_conversation(
             assert [e["id"] for e in entries] == list(ids)
     contents = [e["content"] for e in history]
     assert contents == ["one", "echo: one", "two", "echo: two", "3", "echo: 3"]
+
+
+async def test_history_sends_the_entries_exactly_as_answered(client: httpx.AsyncClient) -> None:
+    """History and messages splice the stored entries into the body: any text survives, and
+    they are the entries the responses carried."""
+    text = 'quotes " \\ and\nlines, \u2028 separators, accents é, emoji 🌬️, NUL-free ' + "x" * 2000
+    started = await start(client, inputs=text, tools=[WEATHER])
+    url = f"/v1/conversations/{started['conversation_id']}"
+    called = await post(client, url, inputs='/call get_weather {"city": "Genova"}')
+    answered = await post(
+        client, url,
+        inputs=[{"type": "function.result", "tool_call_id": called["outputs"][0]["tool_call_id"],
+                 "result": "tramontana ☁"}],
+    )  # fmt: skip
+    response = await client.get(f"{url}/history")
+    assert response.headers["content-type"] == "application/json"
+    history = response.json()
+    assert set(history) == {"object", "conversation_id", "entries"}
+    assert history["conversation_id"] == started["conversation_id"]
+    entries = history["entries"]
+    assert entries[0]["content"] == text
+    assert entries[1] == started["outputs"][0]
+    assert entries[3] == called["outputs"][0]
+    assert entries[4]["type"] == "function.result" and entries[4]["result"] == "tramontana ☁"
+    assert entries[5:] == answered["outputs"]
+    messages = (await client.get(f"{url}/messages")).json()
+    assert set(messages) == {"object", "conversation_id", "messages"}
+    assert [m["id"] for m in messages["messages"]] == [
+        e["id"] for e in entries if e["type"] in ("message.input", "message.output")
+    ]

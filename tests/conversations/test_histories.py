@@ -16,6 +16,7 @@ from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.runtime import RunResult, Target
 from maestrale.conversations.service import ConversationService
 from maestrale.conversations.tables import Conversation
+from maestrale.conversations.turn import EMPTY
 from maestrale.core.auth.principal import Tenant
 from maestrale.observability.tables import ChatCompletionEvent
 
@@ -35,7 +36,9 @@ async def test_append_reads_entries_another_replica_wrote(
     url = f"/v1/conversations/{conv_id}"
     await post(client, url, inputs="two")
     key = (tenant.workspace_id, conv_id)
-    assert len(app.state.histories.get(key, 10)) == 4  # what the append read and wrote (committed)
+    assert (
+        len(app.state.histories.get(key, 10).entries) == 4
+    )  # what the append read and wrote (committed)
     # Another replica appends (straight to the database: this process's copy does not see it).
     async with app.state.db.session() as session:
         repo = ConversationRepository(session, tenant)
@@ -64,7 +67,7 @@ async def test_append_reads_entries_another_replica_wrote(
     seen = [[m["content"] for m in event.request_messages] for event in events]
     assert seen[-2] == ["one", "echo: one", "two", "echo: two", "elsewhere", "three"]
     assert seen[-1] == [*seen[-2], "echo: three", "four"]
-    assert len(app.state.histories.get(key, 11)) == 9
+    assert len(app.state.histories.get(key, 11).entries) == 9
     history = (await client.get(f"{url}/history")).json()["entries"]
     assert [e["content"] for e in history] == [*seen[-1], "echo: four"]
 
@@ -84,19 +87,34 @@ async def test_deleted_conversation_is_not_found_despite_its_copy(
 def test_copies_are_bounded_and_checked_against_the_count() -> None:
     histories = Histories(max_entries=5)
     three = tuple({"n": i} for i in range(3))
+
+    def entries(key: tuple[str, str], count: int) -> Any:
+        return histories.get(key, count).entries
+
     histories.put(("w", "a"), three)
-    assert histories.get(("w", "a"), 3) == three
-    assert histories.get(("w", "a"), 7) == three  # entries added since: read by the caller
-    assert histories.get(("w", "a"), 2) == ()  # fewer entries than the copy: dropped
-    assert histories.get(("w", "a"), 3) == ()
+    assert entries(("w", "a"), 3) == three
+    assert entries(("w", "a"), 7) == three  # entries added since: read by the caller
+    assert entries(("w", "a"), 2) == ()  # fewer entries than the copy: dropped
+    assert entries(("w", "a"), 3) == ()
     histories.put(("w", "a"), three)
     histories.put(("w", "b"), three)  # over the bound: the least recently used goes
-    assert histories.get(("w", "a"), 3) == () and histories.get(("w", "b"), 3) == three
+    assert entries(("w", "a"), 3) == () and entries(("w", "b"), 3) == three
     assert len(histories) == 3
     histories.put(("w", "c"), tuple({"n": i} for i in range(6)))  # larger than the bound
-    assert histories.get(("w", "c"), 6) == () and len(histories) == 3
+    assert entries(("w", "c"), 6) == () and len(histories) == 3
     histories.put(("x", "b"), three)  # another workspace's key is another copy
-    assert histories.get(("w", "b"), 3) == () and histories.get(("x", "b"), 3) == three
+    assert entries(("w", "b"), 3) == () and entries(("x", "b"), 3) == three
+
+
+def test_a_copys_turn_prefix_counts_toward_the_bound() -> None:
+    histories = Histories(max_entries=5)
+    two = tuple(E.entry("message.input", role="user", content=f"q{i}") for i in range(2))
+    prefix, errors = EMPTY.extend(list(two))
+    assert prefix is not None and not errors
+    histories.put(("w", "a"), two, prefix)
+    assert histories.get(("w", "a"), 2).prefix is prefix and len(histories) == 4
+    histories.put(("w", "b"), two, prefix)  # 8 > 5: the first copy goes, prefix and all
+    assert histories.get(("w", "a"), 2).prefix is EMPTY and len(histories) == 4
 
 
 async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant) -> None:
@@ -123,4 +141,4 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
             added = [E.entry("message.input", role="user", content="x", prefix=False)]
             await service._store(row, added, result, [])
             await (session.commit() if commit else session.rollback())
-        assert app.state.histories.get(key, 10) == ((*added, *outputs) if commit else ())
+        assert app.state.histories.get(key, 10).entries == ((*added, *outputs) if commit else ())

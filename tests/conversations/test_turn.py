@@ -16,7 +16,7 @@ from maestrale.completions.hooks import Caller
 from maestrale.completions.schemas import ChatCompletionRequest
 from maestrale.conversations import entries as E
 from maestrale.conversations.runtime import Target, chat_params
-from maestrale.conversations.turn import prepare_turn
+from maestrale.conversations.turn import EMPTY, TurnPrefix, prepare_turn
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import AppError, BadRequest
 
@@ -175,6 +175,11 @@ CASES: list[tuple[str, Target, dict[str, Any] | None, list[dict[str, Any]]]] = [
 ]
 
 
+each_case = pytest.mark.parametrize(
+    ("case", "target", "override", "entries"), CASES, ids=[case[0] for case in CASES]
+)
+
+
 async def chat_endpoint_path(
     app: FastAPI, caller: Caller, target: Target, override: Any, entries: Any
 ) -> Any:
@@ -201,21 +206,24 @@ async def chat_endpoint_path(
 
 
 async def turn_path(
-    app: FastAPI, caller: Caller, target: Target, override: Any, entries: Any
+    app: FastAPI,
+    caller: Caller,
+    target: Target,
+    override: Any,
+    entries: Any,
+    prefix: TurnPrefix = EMPTY,
 ) -> Any:
     try:
-        _, engine_request = await prepare_turn(
+        _, engine_request, _ = await prepare_turn(
             app.state.gateway, caller, chat_params(target, override), target.instructions,
-            entries, correlation_id="conv_x",
+            entries, correlation_id="conv_x", prefix=prefix,
         )  # fmt: skip
     except AppError as exc:
         return ("error", exc.status_code, exc.code, exc.message, exc.param)
     return engine_request
 
 
-@pytest.mark.parametrize(
-    ("case", "target", "override", "entries"), CASES, ids=[case[0] for case in CASES]
-)
+@each_case
 async def test_turn_request_is_the_chat_endpoints(
     app: FastAPI,
     tenant: Tenant,
@@ -228,6 +236,48 @@ async def test_turn_request_is_the_chat_endpoints(
     expected = await chat_endpoint_path(app, caller, target, override, entries)
     got = await turn_path(app, caller, target, override, entries)
     assert got == expected, case
+
+
+@each_case
+async def test_a_turn_on_a_prefix_is_the_turn_on_all_entries(
+    app: FastAPI,
+    tenant: Tenant,
+    case: str,
+    target: Target,
+    override: dict[str, Any] | None,
+    entries: list[dict[str, Any]],
+) -> None:
+    """A turn given the prefix an earlier turn built from the first entries (as an append gets
+    it from `histories`) makes the same request, or the same error, as one built from all the
+    entries; and the prefix it returns serves the next turn, unchanged by this one."""
+    caller = Caller(tenant.organization_id, tenant.workspace_id)
+    expected = await turn_path(app, caller, target, override, entries)
+    for split in range(len(entries) + 1):
+        prefix, errors = EMPTY.extend(entries[:split])
+        if prefix is None:  # no turn could have built it: an earlier entry is refused
+            assert errors
+            continue
+        kept = (prefix.messages, [dict(m) for m in prefix.messages])
+        assert await turn_path(app, caller, target, override, entries, prefix) == expected
+        assert prefix.messages is kept[0] and list(prefix.messages) == kept[1], split
+
+
+async def test_the_prefix_a_turn_returns_covers_its_entries(app: FastAPI, tenant: Tenant) -> None:
+    caller = Caller(tenant.organization_id, tenant.workspace_id)
+    entries = [user("weather?"), call("c1"), result("c1"), user("ok")]
+    body = chat_params(TOOLS, None)
+    _, first, prefix = await prepare_turn(
+        app.state.gateway, caller, body, TOOLS.instructions, entries[:2], correlation_id="c"
+    )
+    assert prefix.count == 2 and list(prefix.messages) == first.messages[1:]
+    more = [*entries[:2], call("c2"), *entries[2:]]  # joins the assistant message of c1
+    _, second, longer = await prepare_turn(
+        app.state.gateway, caller, body, TOOLS.instructions, more, correlation_id="c",
+        prefix=prefix,
+    )  # fmt: skip
+    assert [c["id"] for c in second.messages[2]["tool_calls"]] == ["c1", "c2"]
+    assert [c["id"] for c in prefix.messages[1]["tool_calls"]] == ["c1"]  # left as it was
+    assert longer.count == 5 and longer.chars == sum(len(m["content"]) for m in longer.messages)
 
 
 async def test_cases_cover_both_outcomes(app: FastAPI, tenant: Tenant) -> None:

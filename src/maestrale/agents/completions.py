@@ -16,6 +16,7 @@ from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.errors import BadRequest
 from maestrale.core.routing import DbSession, domain_router
 from maestrale.engines.dependencies import Engines
+from maestrale.guardrails.schemas import Guardrails, stored
 
 router = domain_router(prefix="/agents", tags=["agents"])
 
@@ -28,18 +29,23 @@ class AgentCompletionRequest(BaseModel):
     agent_id: str = Field(min_length=1, max_length=200)
     messages: list[Message] = Field(min_length=1)
     stream: bool = False
+    guardrails: Guardrails | None = None
 
 
 def chat_request(
     body: AgentCompletionRequest, model: str, instructions: str | None,
     tools: list[dict[str, Any]], completion_args: dict[str, Any],
+    guardrails: list[dict[str, Any]] | None = None,
 ) -> ChatCompletionRequest:  # fmt: skip
-    given = body.model_dump(exclude_unset=True, exclude={"agent_id", "messages"})
+    """The chat request of an agent completion; the agent's guardrails and the request's all
+    apply."""
+    given = body.model_dump(exclude_unset=True, exclude={"agent_id", "messages", "guardrails"})
     given.update(body.model_extra or {})
     messages = [m.model_dump(exclude_none=True) for m in body.messages]
     if instructions:
         messages.insert(0, {"role": "system", "content": instructions})
     values: dict[str, Any] = {**completion_args, **given, "model": model, "messages": messages}
+    values["guardrails"] = [*(guardrails or []), *(stored(body.guardrails) or [])] or None
     if "tools" not in given:
         for tool in tools:
             if tool.get("type", "function") != "function":
@@ -83,6 +89,6 @@ async def agent_completions(
     version = await service.resolve_version(agent, None)
     chat = chat_request(
         body, version.model, version.instructions, list(version.tools or []),
-        dict(version.completion_args or {}),
+        dict(version.completion_args or {}), version.guardrails,
     )  # fmt: skip
     return await respond_chat(request, gateway, caller, chat, correlation)

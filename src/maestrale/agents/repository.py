@@ -55,6 +55,20 @@ class AgentRepository(WorkspaceRepository[Agent]):
         ordered = stmt.order_by(Agent.created_at.desc(), Agent.id.desc())
         return await self.list(ordered.limit(limit))
 
+    async def with_version(self, agent_id: str, version: int) -> tuple[Agent, AgentVersion] | None:
+        """The workspace's agent and one of its versions, in one query."""
+        stmt = (
+            sa.select(Agent, AgentVersion)
+            .join(AgentVersion, AgentVersion.agent_id == Agent.id)
+            .where(
+                Agent.workspace_id == self.tenant.workspace_id,
+                Agent.id == agent_id,
+                AgentVersion.version == version,
+            )
+        )
+        found = (await self.session.execute(stmt)).one_or_none()
+        return None if found is None else (found[0], found[1])
+
     async def existing_ids(self, ids: list[str]) -> set[str]:
         rows = await self.session.execute(
             sa.select(Agent.id).where(

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from maestrale.guardrails.schemas import Guardrails
+
 
 class FunctionDef(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -72,7 +74,7 @@ class AgentFields(BaseModel):
     instructions: str | None = None
     tools: list[AgentToolIn] | None = Field(default=None, max_length=128)
     completion_args: CompletionArgsIn | None = None
-    guardrails: list[dict[str, Any]] | None = None
+    guardrails: Guardrails | None = None
     description: str | None = None
     handoffs: list[str] | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] | None = None

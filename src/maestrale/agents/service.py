@@ -26,6 +26,7 @@ from maestrale.core.errors import BadRequest, NotFound
 from maestrale.core.ids import new_id
 from maestrale.core.pagination import PageParams, decode_cursor, encode_cursor
 from maestrale.engines.registry import EngineRegistry
+from maestrale.guardrails.schemas import stored
 
 SOURCE = "api"
 MAX_VERSION = 2**31
@@ -106,6 +107,19 @@ class AgentService:
                 f"agent {agent.id!r} has no version {version}", param="version"
             )
         return row
+
+    async def agent_version(
+        self, agent_id: str, selector: str | int | None
+    ) -> tuple[Agent, AgentVersion]:
+        """The agent and its version named by `selector` (see `resolve_version`); a version
+        number is read with its agent in one query (a conversation's pinned version)."""
+        if isinstance(selector, int) and 0 < selector < MAX_VERSION:
+            found = await self.repo.with_version(agent_id, selector)
+            if found is not None:
+                return found
+        agent = await self.agent(agent_id)
+        selected = None if selector is None else str(selector)
+        return agent, await self.resolve_version(agent, selected)
 
     async def resolve_version(self, agent: Agent, selector: str | None) -> AgentVersion:
         """The version named by `selector`: an integer, an alias, or (None) the current one."""
@@ -223,6 +237,8 @@ class AgentService:
                 values["completion_args"] = value.stored() if value is not None else {}
             elif name == "metadata":
                 values["meta"] = value
+            elif name == "guardrails":
+                values["guardrails"] = stored(value)
             elif name in ("model", "name", "deployment_chat") and value is None:
                 continue  # null means "unchanged" for the required fields
             else:

@@ -31,6 +31,7 @@ from maestrale.core.validation import parse_body
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, FimRequest
 from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
+from maestrale.guardrails.check import apply_guardrails
 
 
 def _merged(metadata: dict[str, Any] | None, extra: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -60,6 +61,11 @@ async def prepare_chat(
     )
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
+    if body.guardrails:  # checked on the input before the model is admitted
+        await apply_guardrails(
+            gateway, caller, body.guardrails, body.messages, correlation_id=correlation_id,
+            source=source,
+        )  # fmt: skip
     chars = sum(len(content_text(m.content)) for m in body.messages)
     await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
     tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from maestrale.guardrails.schemas import Guardrails
+
 Role = Literal["system", "user", "assistant", "tool"]
 Content = str | list[dict[str, Any]]
 
@@ -128,7 +130,7 @@ class ChatCompletionRequest(_Sampling):
     parallel_tool_calls: bool = True
     reasoning_effort: str | None = None
     prompt_mode: str | None = None
-    guardrails: list[dict[str, Any]] | None = None
+    guardrails: Guardrails | None = None
     safe_prompt: bool = False
 
 

@@ -173,19 +173,21 @@ def check_results(history: list[dict[str, Any]], added: list[dict[str, Any]]) ->
 
 def to_messages(instructions: str | None, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The chat messages a model sees for these entries (handoff records are not messages)."""
-    return turn_messages(instructions, entries)[0]
+    messages = [{"role": "system", "content": instructions}] if instructions else []
+    append_messages(messages, [], entries)
+    return messages
 
 
-def turn_messages(
-    instructions: str | None, entries: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """The chat messages of `to_messages`, and the positions of those that are not plain text
-    messages (`{"role": "user" | "assistant" | "system", "content": str}`): prefixes, chunked
-    content, tool calls and results, which the turn checks further (see `turn.py`)."""
-    messages: list[dict[str, Any]] = []
-    special: list[int] = []
-    if instructions:
-        messages.append({"role": "system", "content": instructions})
+def append_messages(
+    messages: list[dict[str, Any]], special: list[int], entries: list[dict[str, Any]]
+) -> int:
+    """Add the chat messages of `entries` after `messages`, and to `special` the positions of
+    those that are not plain text messages (`{"role": "user" | "assistant" | "system",
+    "content": str}`): prefixes, chunked content, tool calls and results, which a turn checks
+    further (see `turn.py`). Return the position of the first message added or changed: a
+    function call following an assistant message with tool calls joins it, and that message
+    is replaced by a copy, never changed, so `messages` may share its dicts with others."""
+    first = len(messages)
     for item in entries:
         kind = item["type"]
         if kind == "message.output":
@@ -210,7 +212,8 @@ def turn_messages(
             }
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
-                last["tool_calls"].append(call)
+                messages[-1] = {**last, "tool_calls": [*last["tool_calls"], call]}
+                first = min(first, len(messages) - 1)
             else:
                 special.append(len(messages))
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
@@ -219,4 +222,4 @@ def turn_messages(
             messages.append(
                 {"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["result"]}
             )
-    return messages, special
+    return first

@@ -10,50 +10,73 @@ database was rewritten) drops the copy. Only entries read from the database (com
 never the ones an append is writing (its transaction may still roll back). Conversation ids are
 random and never reused; a deleted conversation is not found (and its copy ages out).
 
-Bounded: beyond `max_entries` entries in all, the least recently used copies are dropped.
+With a copy goes the prefix of turn messages the last append built from its entries (see
+`turn.TurnPrefix`), so that the next append converts and checks only the entries after it.
+
+Bounded: beyond `max_entries` entries in all (a prefix's messages counted too), the least
+recently used copies are dropped.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
+
+from maestrale.conversations.turn import EMPTY, TurnPrefix
 
 Entries = tuple[dict[str, Any], ...]
+
+
+class Copy(NamedTuple):
+    """The first entries of a conversation, and the turn messages of the first of them."""
+
+    entries: Entries = ()
+    prefix: TurnPrefix = EMPTY
+
+    @property
+    def size(self) -> int:
+        return len(self.entries) + len(self.prefix.messages)
+
+
+NONE = Copy()
 
 
 class Histories:
     def __init__(self, max_entries: int = 50_000) -> None:
         self.max_entries = max_entries
-        self._copies: OrderedDict[tuple[str, str], Entries] = OrderedDict()
+        self._copies: OrderedDict[tuple[str, str], Copy] = OrderedDict()
         self._size = 0
 
-    def get(self, key: tuple[str, str], entry_count: int) -> Entries:
+    def get(self, key: tuple[str, str], entry_count: int) -> Copy:
         """The copy of the first entries of the conversation (`key`: workspace id and
         conversation id) that has `entry_count` entries: empty when there is none."""
         copy = self._copies.get(key)
         if copy is None:
-            return ()
-        if len(copy) > entry_count:
+            return NONE
+        if len(copy.entries) > entry_count:
             self.drop(key)
-            return ()
+            return NONE
         self._copies.move_to_end(key)
         return copy
 
-    def put(self, key: tuple[str, str], entries: Entries) -> None:
-        """Keep `entries`, the conversation's entries as read from the database."""
+    def put(self, key: tuple[str, str], entries: Entries, prefix: TurnPrefix = EMPTY) -> None:
+        """Keep `entries`, the conversation's entries as read from the database, and the turn
+        messages of the first `prefix.count` of them."""
+        assert prefix.count <= len(entries)
         self.drop(key)
-        if len(entries) > self.max_entries:
+        copy = Copy(entries, prefix)
+        if copy.size > self.max_entries:
             return
-        self._copies[key] = entries
-        self._size += len(entries)
+        self._copies[key] = copy
+        self._size += copy.size
         while self._size > self.max_entries:
             _, dropped = self._copies.popitem(last=False)
-            self._size -= len(dropped)
+            self._size -= dropped.size
 
     def drop(self, key: tuple[str, str]) -> None:
         copy = self._copies.pop(key, None)
         if copy is not None:
-            self._size -= len(copy)
+            self._size -= copy.size
 
     def __len__(self) -> int:
         return self._size

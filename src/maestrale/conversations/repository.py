@@ -63,6 +63,20 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
         loads = orjson.loads
         return [loads(text) for text in rows.scalars().all()]
 
+    async def entry_texts(
+        self, conversation: Conversation, types: frozenset[str] | None = None
+    ) -> list[str]:
+        """The entries' stored JSON texts, in order (of the given `types` only), unparsed: the
+        history routes splice them into their response as they are."""
+        stmt = sa.select(sa.cast(ENTRIES.c.body, sa.Text)).where(
+            ENTRIES.c.conversation_id == conversation.id
+        )
+        if types is not None:
+            stmt = stmt.where(ENTRIES.c.type.in_(sorted(types)))
+        connection = await self.session.connection()
+        rows = await connection.execute(stmt.order_by(ENTRIES.c.seq))
+        return list(rows.scalars().all())
+
     async def entry(self, conversation: Conversation, entry_id: str) -> ConversationEntry | None:
         row = await self.session.get(ConversationEntry, entry_id)
         if row is None or row.conversation_id != conversation.id:

@@ -21,6 +21,7 @@ from maestrale.conversations.service import ConversationService
 from maestrale.conversations.streaming import stream_operation
 from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.pagination import PageParams
+from maestrale.core.responses import json_bytes, json_model
 from maestrale.core.routing import DbSession, domain_router
 from maestrale.engines.dependencies import Engines
 
@@ -52,7 +53,7 @@ async def start_conversation(
     body: ConversationStart,
     request: Request,
     service: Service,
-) -> ConversationResponse | Response:
+) -> Response:
     """Start a conversation on a model (`model`, with optional `instructions`, `tools`,
     `completion_args`) or on an agent (`agent_id`, optional `agent_version` number or alias),
     and answer `inputs`. Function calls end the response as `function.call` entries; append
@@ -60,7 +61,7 @@ async def start_conversation(
     if body.stream:
         await service.check_start(body)
         return stream_operation(request, service, lambda s, emit: s.start(body, emit))
-    return await service.start(body)
+    return json_model(await service.start(body))
 
 
 @router.get("", response_model=list[dict[str, Any]])
@@ -91,7 +92,7 @@ async def append_to_conversation(
     body: ConversationAppend,
     request: Request,
     service: Service,
-) -> ConversationResponse | Response:
+) -> Response:
     """Append `inputs` (a user message, or entries such as `function.result`) and run the model
     on the whole history; returns the new entries. Appends to one conversation run one at a
     time."""
@@ -101,7 +102,7 @@ async def append_to_conversation(
             request, service,
             lambda s, emit: s.append(conversation_id, body, emit),
         )  # fmt: skip
-    return await service.append(conversation_id, body)
+    return json_model(await service.append(conversation_id, body))
 
 
 @router.delete("/{conversation_id}", status_code=204)
@@ -114,22 +115,28 @@ async def delete_conversation(
     return Response(status_code=204)
 
 
-@router.get("/{conversation_id}/history", response_model=ConversationHistory)
+@router.get(
+    "/{conversation_id}/history", response_model=None,
+    responses={200: {"model": ConversationHistory, "description": "Successful Response"}},
+)  # fmt: skip
 async def conversation_history(
     conversation_id: str,
     service: Service,
-) -> ConversationHistory:
+) -> Response:
     """Every entry of the conversation, in order."""
-    return await service.history(conversation_id)
+    return json_bytes(await service.history_json(conversation_id))
 
 
-@router.get("/{conversation_id}/messages", response_model=ConversationMessages)
+@router.get(
+    "/{conversation_id}/messages", response_model=None,
+    responses={200: {"model": ConversationMessages, "description": "Successful Response"}},
+)  # fmt: skip
 async def conversation_messages(
     conversation_id: str,
     service: Service,
-) -> ConversationMessages:
+) -> Response:
     """The message entries of the conversation (`message.input`, `message.output`), in order."""
-    return await service.messages(conversation_id)
+    return json_bytes(await service.messages_json(conversation_id))
 
 
 @router.post("/{conversation_id}/restart", response_model=None, responses=STREAMED)
@@ -138,7 +145,7 @@ async def restart_conversation(
     body: ConversationRestart,
     request: Request,
     service: Service,
-) -> ConversationResponse | Response:
+) -> Response:
     """A new conversation holding this one's entries up to `from_entry_id` (included), then
     `inputs`, answered by the same model or agent (at `agent_version` if given)."""
     if body.stream:
@@ -147,4 +154,4 @@ async def restart_conversation(
             request, service,
             lambda s, emit: s.restart(conversation_id, body, emit),
         )  # fmt: skip
-    return await service.restart(conversation_id, body)
+    return json_model(await service.restart(conversation_id, body))

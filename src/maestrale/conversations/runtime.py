@@ -11,7 +11,7 @@ from typing import Any
 from maestrale.completions.gateway import Call, Gateway
 from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
-from maestrale.conversations.turn import prepare_turn
+from maestrale.conversations.turn import EMPTY, TurnPrefix, prepare_turn
 from maestrale.core.errors import BadRequest
 from maestrale.engines.types import ChatRequest, Usage
 
@@ -43,6 +43,12 @@ class Target:
     agent_name: str = ""
     agent_version: int | None = None
     handoffs: list[str] = field(default_factory=list)
+    guardrails: list[dict[str, Any]] = field(default_factory=list)  # checked on a request's input
+
+    def with_guardrails(self, more: list[dict[str, Any]] | None) -> Target:
+        """This target with `more` guardrails (a conversation's own, after its agent's)."""
+        self.guardrails = [*self.guardrails, *(more or [])]
+        return self
 
     def check_tools(self) -> None:
         for tool in self.tools:
@@ -74,6 +80,8 @@ class RunResult:
     outputs: list[dict[str, Any]]
     usage: dict[str, int]
     target: Target
+    # The messages of the entries the last turn was sent (history, inputs, earlier outputs).
+    prefix: TurnPrefix = EMPTY
 
 
 LoadAgent = Callable[[str], Awaitable[Target]]
@@ -103,16 +111,18 @@ async def run(
     handoff_execution: str,
     load_agent: LoadAgent,
     emit: Emit | None = None,
+    prefix: TurnPrefix = EMPTY,
 ) -> RunResult:
-    """Run model turns on `history` until the model answers, calls client functions, or hands
-    off (with `handoff_execution="client"`); a server handoff switches agent and goes on."""
+    """Run model turns on `history` (whose first entries `prefix` holds) until the model
+    answers, calls client functions, or hands off (with `handoff_execution="client"`); a
+    server handoff switches agent and goes on."""
     outputs: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     for _ in range(MAX_STEPS):
         target.check_tools()
-        call, request = await prepare_turn(
+        call, request, prefix = await prepare_turn(
             gateway, caller, chat_params(target, override), target.instructions,
-            history + outputs, correlation_id=conversation_id,
+            history + outputs, correlation_id=conversation_id, prefix=prefix,
         )  # fmt: skip
         message_id = E.entry_id("message.output")
         if emit is None:
@@ -145,7 +155,7 @@ async def run(
             if emit is not None:
                 await emit(function_call_event(outputs[-1], len(outputs) - 1))
         if functions or not handoffs:
-            return RunResult(outputs, usage, target)
+            return RunResult(outputs, usage, target, prefix)
         next_id = _handoff_target(handoffs[0], target)
         assert next_id is not None
         nxt = await load_agent(next_id)
@@ -157,7 +167,7 @@ async def run(
                 await emit(event)
         target = nxt
         if handoff_execution == "client":
-            return RunResult(outputs, usage, target)
+            return RunResult(outputs, usage, target, prefix)
     raise TooManySteps(
         f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
     )

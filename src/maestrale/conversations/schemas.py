@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.agents.schemas import AgentToolIn, CompletionArgsIn
+from maestrale.guardrails.schemas import Guardrails
 
 HandoffExecution = Literal["client", "server"]
 
@@ -25,7 +26,7 @@ class ConversationStart(_In):
     instructions: str | None = None
     tools: list[AgentToolIn] | None = Field(default=None, max_length=128)
     completion_args: CompletionArgsIn | None = None
-    guardrails: list[dict[str, Any]] | None = None
+    guardrails: Guardrails | None = None
     name: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
@@ -34,7 +35,7 @@ class ConversationStart(_In):
     model: str | None = Field(default=None, max_length=256)
 
 
-class ConversationAppend(_In):
+class _Continuation(_In):
     inputs: str | list[dict[str, Any]] | None = None
     stream: bool = False
     store: bool = True
@@ -42,9 +43,18 @@ class ConversationAppend(_In):
     completion_args: CompletionArgsIn | None = None
 
 
-class ConversationRestart(ConversationAppend):
+class ToolCallConfirmation(_In):
+    tool_call_id: str = Field(min_length=1, max_length=256)
+    confirmation: Literal["allow", "deny"]
+
+
+class ConversationAppend(_Continuation):
+    tool_confirmations: list[ToolCallConfirmation] | None = Field(default=None, max_length=128)
+
+
+class ConversationRestart(_Continuation):
     from_entry_id: str = Field(min_length=1, max_length=64)
-    guardrails: list[dict[str, Any]] | None = None
+    guardrails: Guardrails | None = None
     metadata: dict[str, Any] | None = None
     agent_version: str | int | None = None
 

@@ -14,6 +14,8 @@ tests/conversations/test_turn.py holds the two side by side.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -68,24 +70,48 @@ def _fail(message: str, param: str) -> InvalidRequest:
     return InvalidRequest(message, param=param)
 
 
-def checked_messages(
-    messages: list[dict[str, Any]], special: list[int]
-) -> tuple[int, list[Any] | None]:
-    """Put the `special` messages (see `E.turn_messages`) through the `Message` schema and in
-    their engine shape, in place; return the characters of all the messages and the schema
-    errors of the first message it refuses (their loc from the request's root), if any. The
-    other messages are plain text ones, valid and already in their engine shape."""
-    for index in special:
-        message = messages[index]
-        try:
-            messages[index] = engine_messages([Message.model_validate(message)])[0]
-        except ValidationError as exc:
-            return 0, [{**e, "loc": ("messages", index, *e["loc"])} for e in exc.errors()]
+def _chars(messages: Iterable[dict[str, Any]]) -> int:
     chars = 0
     for message in messages:
         content = message["content"]
         chars += len(content) if type(content) is str else len(content_text(content))
-    return chars, None
+    return chars
+
+
+@dataclass(frozen=True)
+class TurnPrefix:
+    """The messages of a conversation's first `count` entries (without instructions), as a turn
+    sends them: plain text ones as built, the `special` ones (see `E.append_messages`) validated
+    and in their engine shape; `chars` counts the characters of all. A turn extends the prefix
+    it is given with the entries after it (`extend`) and returns the longer one; a prefix is
+    never changed once built, so the one a turn built serves the next append (it is kept with
+    the history: see `histories`) and only the entries added since are converted and checked.
+    """
+
+    count: int = 0
+    messages: tuple[dict[str, Any], ...] = ()
+    special: tuple[int, ...] = ()
+    chars: int = 0
+
+    def extend(self, entries: list[dict[str, Any]]) -> tuple[TurnPrefix | None, list[Any]]:
+        """This prefix followed by `entries`; or None and the schema errors of the first
+        message the `Message` schema refuses (their loc from the prefix's first message)."""
+        messages = list(self.messages)
+        special = list(self.special)
+        fresh = E.append_messages(messages, special, entries)
+        for index in special:
+            if index < fresh:
+                continue
+            try:
+                messages[index] = engine_messages([Message.model_validate(messages[index])])[0]
+            except ValidationError as exc:
+                return None, [{**e, "loc": ("messages", index, *e["loc"])} for e in exc.errors()]
+        chars = self.chars - _chars(self.messages[fresh:]) + _chars(messages[fresh:])
+        prefix = TurnPrefix(self.count + len(entries), tuple(messages), tuple(special), chars)
+        return prefix, []
+
+
+EMPTY = TurnPrefix()
 
 
 def check_messages(messages: list[dict[str, Any]], special: list[int], spec: ModelSpec) -> None:
@@ -137,19 +163,30 @@ async def prepare_turn(
     entries: list[dict[str, Any]],
     *,
     correlation_id: str,
-) -> tuple[Call, ChatRequest]:
+    prefix: TurnPrefix = EMPTY,
+) -> tuple[Call, ChatRequest, TurnPrefix]:
     """Open, validate and admit the chat call of `body` (a chat request without messages) on
-    the messages of `instructions` and `entries`; return it with the engine request, as
-    `prepare_chat` would for the same request with its messages."""
+    the messages of `instructions` and `entries` (of which `prefix` holds the first ones);
+    return it with the engine request, as `prepare_chat` would for the same request with its
+    messages, and the prefix of all the entries."""
     params, param_errors = validate_params(body)
     if param_errors and _rank(param_errors) < FIELD_ORDER["messages"]:
         raise invalid_args(param_errors)
-    wire, special = E.turn_messages(instructions, entries)
-    chars, message_errors = checked_messages(wire, special)
-    if message_errors:
-        raise invalid_args(message_errors)
+    built, message_errors = prefix.extend(entries[prefix.count :])
+    offset = 1 if instructions else 0
+    if built is None:
+        raise invalid_args(
+            [
+                {**e, "loc": ("messages", e["loc"][1] + offset, *e["loc"][2:])}
+                for e in message_errors
+            ]
+        )
     if params is None:
         raise invalid_args(param_errors)
+    wire = [{"role": "system", "content": instructions}] if instructions else []
+    wire += built.messages
+    special = [index + offset for index in built.special]
+    chars = built.chars + (len(instructions) if instructions else 0)
     call = await gateway.open(caller, params.model, "chat", correlation_id=correlation_id)
     call.extra = params.metadata or {}
     check_messages(wire, special, call.spec)
@@ -177,4 +214,4 @@ async def prepare_turn(
         presence_penalty=params.presence_penalty,
         frequency_penalty=params.frequency_penalty,
     )  # fmt: skip
-    return call, engine_request
+    return call, engine_request, built

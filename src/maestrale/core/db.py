@@ -6,6 +6,7 @@ runner commits.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -15,7 +16,7 @@ import orjson
 from sqlalchemy import JSON, DateTime, MetaData, event
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -96,13 +97,38 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=_json_dumps)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         json_serializer=_json_dumps,
     )
+    event.listen(engine.sync_engine, "checkin", _checked_in)
+    event.listen(engine.sync_engine, "checkout", _ping_if_idle)
+    return engine
+
+
+# Pooled connections are pinged before use only when they sat idle for longer than this. The
+# pool's own `pre_ping` pings on every checkout (with asyncpg: BEGIN, a query and ROLLBACK, three
+# round trips on every request). A connection used moments ago is as good as the ping would
+# say; and should the database restart under busy connections, the first statement that fails
+# on one of them invalidates every connection pooled before it (SQLAlchemy's disconnect
+# handling), so one request sees the error, not one per connection.
+PING_AFTER_IDLE_SECONDS = 5.0
+
+
+def _checked_in(_: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
+    record.info["idle_since"] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry, _: object) -> None:
+    idle_since = record.info.get("idle_since")
+    if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+        return
+    try:
+        dbapi_conn.ping()
+    except Exception as exc:
+        raise DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
 
 
 class Database:

@@ -25,6 +25,7 @@ EngineFactory = Callable[[ModelSpec], object]
 ENGINES: Mapping[str, tuple[str, str | None]] = MappingProxyType(
     {
         "builtin": ("maestrale.engines.builtin:create_engine", None),
+        "builtin_moderation": ("maestrale.engines.builtin.moderation:create_engine", None),
         "openai_compat": ("maestrale.engines.openai_compat:create_engine", None),
         "llama_cpp": ("maestrale.engines.local.llama_cpp:create_engine", "local"),
         "e5": ("maestrale.engines.local.e5:create_engine", "local"),

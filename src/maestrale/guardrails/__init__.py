@@ -1,0 +1,1 @@
+"""Guardrails: moderation checks of a request's input before the model sees it."""
