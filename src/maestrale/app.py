@@ -45,17 +45,21 @@ GC_THRESHOLDS = (7_000, 20, 100)
 
 async def _flush_key_usage(app: FastAPI) -> None:
     cache: KeyCache = app.state.key_cache
-    last_used = cache.take_last_used()
-    if last_used:
-        async with app.state.db.session() as session:
-            await KeyRepository(session).touch(last_used)
+    async with app.state.key_usage_lock:  # the last flush waits for one under way
+        last_used = cache.take_last_used()
+        if last_used:
+            async with app.state.db.session() as session:
+                await KeyRepository(session).touch(last_used)
 
 
 async def _key_usage_loop(app: FastAPI) -> None:
     while True:
         await asyncio.sleep(KEY_USAGE_FLUSH_SECONDS)
         try:
-            await _flush_key_usage(app)
+            # Shielded from the shutdown's cancel: a write is finished, never cut short.
+            await asyncio.shield(_flush_key_usage(app))
+        except asyncio.CancelledError:
+            raise
         except Exception:
             log.exception("could not record key usage")
 
@@ -96,6 +100,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("created the default organization and workspace %s", created.workspace_id)
 
     stop = asyncio.Event()
+    app.state.key_usage_lock = asyncio.Lock()
     tasks = [asyncio.create_task(_key_usage_loop(app), name="key-usage")]
     if redis is not None:
         subscribed = asyncio.Event()

@@ -1,7 +1,9 @@
-"""The background writer: rows the database refuses never block the rows behind them."""
+"""The background writer: rows the database refuses never block the rows behind them, and
+closing it in the middle of a write loses nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from typing import Any
@@ -60,3 +62,27 @@ async def test_rows_wait_for_an_unreachable_database(db: Database) -> None:
         await recorder.flush()
     assert recorder.pending == 2
     await recorder.db.dispose()
+
+
+async def test_closing_during_a_background_write_loses_no_row(db: Database) -> None:
+    """`close()` cancels the background task; a write it was making is finished, not cut short
+    (its rows were out of the buffer: cancelled, they were lost, and on SQLite the connection
+    could keep the write lock that the last flush then waited on)."""
+    recorder = Recorder(db, interval=0.01)
+    writing = asyncio.Event()
+    write = recorder._write
+
+    async def slow_write(usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        writing.set()
+        await asyncio.sleep(0.2)  # the close comes now
+        await write(usage, events)
+
+    recorder._write = slow_write  # type: ignore[method-assign]
+    recorder.start()
+    recorder.record(_usage("first"), _event("first"))
+    await asyncio.wait_for(writing.wait(), 5)
+    recorder.record(_usage("second"))  # buffered meanwhile: written by close()
+    await recorder.close()
+    assert await _count(db, UsageRecord) == 2
+    assert await _count(db, ChatCompletionEvent) == 1
+    assert recorder.pending == 0

@@ -105,7 +105,12 @@ class Recorder:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.flush()
+                # Shielded: `close()` cancels this task, and a write cut short would lose its
+                # rows (they are out of the buffer) and could leave its connection in a
+                # transaction (on SQLite, holding the write lock the last flush then waits on).
+                await asyncio.shield(self.flush())
+            except asyncio.CancelledError:
+                raise
             except Exception:
                 log.exception("could not write %d accounting rows; retrying", self.pending)
 
@@ -113,11 +118,12 @@ class Recorder:
         self._task = asyncio.create_task(self._run(), name="accounting")
 
     async def close(self) -> None:
+        """Stop the background task and write what is left (after a write under way)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.flush()
+        await self.flush()  # takes the lock: a shielded write under way finishes first
 
 
 def _scrub(value: Any) -> Any:
