@@ -389,6 +389,33 @@ async def test_agent_conversation_uses_the_agent_version_guardrails(
     assert (await start(client, agent_id=agent_id, inputs="/flag law")).status_code == 200
 
 
+async def test_a_server_handoff_checks_the_inputs_with_the_next_agents_guardrails(
+    client: httpx.AsyncClient,
+) -> None:
+    async def agent(name: str, **fields: Any) -> str:
+        created = await client.post(
+            "/v1/agents", json={"model": "maestrale-echo", "name": name, **fields}
+        )
+        assert created.status_code == 200, created.text
+        agent_id: str = created.json()["id"]
+        return agent_id
+
+    strict = await agent("strict", guardrails=[v1()])
+    lenient = await agent("lenient", handoffs=[strict], guardrails=[v1("none")])
+    line = f"/call handoff_to_{strict} {{}}"
+    blocked = await start(client, agent_id=lenient, inputs=f"{line}\n/flag pii")
+    assert_blocked(blocked, "pii")  # the lenient agent only reported it; the strict one blocks
+    assert (await client.get("/v1/conversations")).json() == []
+
+    served = await start(client, agent_id=lenient, inputs=line)
+    assert served.status_code == 200, served.text
+    assert [o["type"] for o in served.json()["outputs"]] == ["agent.handoff", "message.output"]
+    assert [r["action"] for r in served.json()["guardrails"]] == ["none", "block"]
+    # No handoff, no check by the strict agent's guardrails.
+    alone = await start(client, agent_id=lenient, inputs="/flag pii")
+    assert alone.status_code == 200 and len(alone.json()["guardrails"]) == 1
+
+
 async def test_restart_checks_its_inputs(client: httpx.AsyncClient) -> None:
     started = await start(client, inputs="hello", guardrails=[v1()])
     conv_id = started.json()["conversation_id"]

@@ -72,6 +72,10 @@ def describe(row: Conversation) -> dict[str, Any]:
     }
 
 
+def guardrail_key(config: dict[str, Any]) -> str:
+    return orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def listing_json(kind: str, conversation_id: str, field: str, texts: list[str]) -> bytes:
     """A history body, its entries spliced in as stored (each a JSON object written by this
     server): parsing and re-encoding thousands of entries was most of the cost of a read."""
@@ -82,6 +86,8 @@ def listing_json(kind: str, conversation_id: str, field: str, texts: list[str]) 
 class ConversationService:
     # The guardrail results of this request's inputs, once checked (see `_guard`).
     guarded: list[dict[str, Any]] | None = None
+    # The guardrail configurations those results come from (each is checked once a request).
+    checked: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -108,7 +114,7 @@ class ConversationService:
         service = ConversationService(
             session, self.tenant, self.engines, self.gateway, self.caller, self.histories
         )
-        service.guarded = self.guarded  # checked before the stream opened
+        service.guarded, service.checked = self.guarded, self.checked  # checked before the stream
         return service
 
     async def agent_target(self, agent_id: str, version: str | int | None) -> runtime.Target:
@@ -120,8 +126,18 @@ class ConversationService:
             guardrails=list(row.guardrails or []),
         )  # fmt: skip
 
-    async def _current_agent(self, agent_id: str) -> runtime.Target:
-        return await self.agent_target(agent_id, None)
+    def _handoff_target(
+        self, conversation_id: str, added: list[dict[str, Any]]
+    ) -> runtime.LoadAgent:
+        """What a server handoff switches to: the agent's current version, whose guardrails
+        check the request's inputs too before it answers."""
+
+        async def load(agent_id: str) -> runtime.Target:
+            target = await self.agent_target(agent_id, None)
+            await self._guard(conversation_id, target, added)
+            return target
+
+        return load
 
     async def target_of(self, row: Conversation) -> runtime.Target:
         if row.agent_id is not None:
@@ -156,7 +172,7 @@ class ConversationService:
         return await runtime.run(
             self.gateway, self.caller, conversation_id, target, history + added,
             override=override, handoff_execution=handoff_execution,
-            load_agent=self._current_agent, emit=emit, prefix=prefix,
+            load_agent=self._handoff_target(conversation_id, added), emit=emit, prefix=prefix,
         )  # fmt: skip
 
     def _response(self, conversation_id: str, result: runtime.RunResult) -> ConversationResponse:
@@ -169,12 +185,15 @@ class ConversationService:
         self, correlation_id: str, target: runtime.Target, added: list[dict[str, Any]]
     ) -> None:
         """Check the entries a request adds against the target's guardrails (403 when one
-        blocks), once per request: a streamed request is checked before its stream opens."""
-        if self.guarded is None:
-            self.guarded = await apply_guardrails(
-                self.gateway, self.caller, target.guardrails, E.to_messages(None, added),
-                correlation_id=correlation_id,
-            )  # fmt: skip
+        blocks). Each configuration is checked once a request: a streamed request is checked
+        before its stream opens, and a server handoff checks the next agent's new ones."""
+        fresh = [g for g in target.guardrails if guardrail_key(g) not in self.checked]
+        results = await apply_guardrails(
+            self.gateway, self.caller, fresh, E.to_messages(None, added),
+            correlation_id=correlation_id,
+        )  # fmt: skip
+        self.checked |= {guardrail_key(g) for g in fresh}
+        self.guarded = [*(self.guarded or []), *results]
 
     async def _store(
         self,
