@@ -9,7 +9,9 @@ endpoint would; the rules across messages are checked as `validate_chat` checks 
 completion arguments are validated by the request schema (without the messages). The outcome —
 the engine request, or the 400 and its text — is what the chat endpoint's path (`prepare_chat` on
 a validated ChatCompletionRequest) gives for the same messages and arguments;
-tests/conversations/test_turn.py holds the two side by side.
+tests/conversations/test_turn.py holds the two side by side. The messages of the entries an
+earlier turn converted are reused as it left them (`TurnPrefix`): only the entries added since
+are converted and checked.
 """
 
 from __future__ import annotations
