@@ -74,16 +74,23 @@ def _artifact(call: Call) -> str | None:
     return call.upstream if call.model.startswith("ft:") else None
 
 
+async def _admitted(
+    gateway: Gateway, caller: Caller, model: str, endpoint: str, texts: list[str],
+    correlation_id: str, source: str,
+) -> Call:  # fmt: skip
+    """The call of `endpoint` on `texts`, checked, opened and admitted."""
+    check_texts(texts)
+    call = await gateway.open(caller, model, endpoint, correlation_id=correlation_id, source=source)
+    await gateway.admit(call, _estimate(texts))
+    return call
+
+
 async def moderate(
     gateway: Gateway, caller: Caller, model: str, texts: list[str], *, correlation_id: str,
     source: str = "api",
 ) -> tuple[Call, dict[str, Any]]:  # fmt: skip
     """Moderate `texts` with `model`: the call and the ModerationResponse body."""
-    check_texts(texts)
-    call = await gateway.open(
-        caller, model, "moderations", correlation_id=correlation_id, source=source
-    )
-    await gateway.admit(call, _estimate(texts))
+    call = await _admitted(gateway, caller, model, "moderations", texts, correlation_id, source)
     request = ModerationRequest(call.upstream, texts, registry_embedder(gateway.registry))
     result: ModerationResult = await gateway.invoke(call, call.engine.moderate(request), None, None)
     await gateway.finish(call, None, None, None, result.usage, 200)
@@ -102,11 +109,7 @@ async def classify(
     source: str = "api",
 ) -> tuple[Call, dict[str, Any]]:  # fmt: skip
     """Classify `texts` with `model`: the call and the ClassificationResponse body."""
-    check_texts(texts)
-    call = await gateway.open(
-        caller, model, "classifications", correlation_id=correlation_id, source=source
-    )
-    await gateway.admit(call, _estimate(texts))
+    call = await _admitted(gateway, caller, model, "classifications", texts, correlation_id, source)
     request = ClassificationRequest(
         call.upstream, texts, registry_embedder(gateway.registry), _artifact(call)
     )

@@ -68,16 +68,20 @@ async def prepare_chat(
         )  # fmt: skip
     chars = sum(len(content_text(m.content)) for m in body.messages)
     await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
-    tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None
-    engine_request = ChatRequest(
+    return call, engine_chat_request(call, body, engine_messages(body.messages))
+
+
+def engine_chat_request(
+    call: Call, body: ChatCompletionRequest, messages: list[dict[str, Any]]
+) -> ChatRequest:
+    """The engine request of a validated chat request (its `messages` given in engine shape)."""
+    choice = body.tool_choice
+    return ChatRequest(
         model=call.upstream,
-        messages=engine_messages(body.messages),
-        tools=tools,
-        tool_choice=(
-            body.tool_choice.model_dump()
-            if body.tool_choice is not None and not isinstance(body.tool_choice, str)
-            else body.tool_choice
-        ),
+        messages=messages,
+        tools=[tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None,
+        tool_choice=choice.model_dump() if choice is not None and not isinstance(choice, str)
+        else choice,
         parallel_tool_calls=body.parallel_tool_calls,
         response_format=body.response_format.model_dump(by_alias=True, exclude_none=True)
         if body.response_format
@@ -90,8 +94,7 @@ async def prepare_chat(
         n=body.n or 1,
         presence_penalty=body.presence_penalty,
         frequency_penalty=body.frequency_penalty,
-    )
-    return call, engine_request
+    )  # fmt: skip
 
 
 async def complete_chat(

@@ -5,7 +5,7 @@ handoffs, and stop at function calls the client must run."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from maestrale.completions.gateway import Call, Gateway
@@ -47,8 +47,7 @@ class Target:
 
     def with_guardrails(self, more: list[dict[str, Any]] | None) -> Target:
         """This target with `more` guardrails (a conversation's own, after its agent's)."""
-        self.guardrails = [*self.guardrails, *(more or [])]
-        return self
+        return replace(self, guardrails=[*self.guardrails, *(more or [])])
 
     def check_tools(self) -> None:
         for tool in self.tools:

@@ -188,6 +188,8 @@ class ConversationService:
         blocks). Each configuration is checked once a request: a streamed request is checked
         before its stream opens, and a server handoff checks the next agent's new ones."""
         fresh = [g for g in target.guardrails if guardrail_key(g) not in self.checked]
+        if not fresh:
+            return
         results = await apply_guardrails(
             self.gateway, self.caller, fresh, E.to_messages(None, added),
             correlation_id=correlation_id,
@@ -237,7 +239,7 @@ class ConversationService:
                     code="invalid_target", param="instructions",
                 )  # fmt: skip
             target = await self.agent_target(body.agent_id, body.agent_version)
-            target.with_guardrails(stored(body.guardrails))
+            target = target.with_guardrails(stored(body.guardrails))
         else:
             assert body.model is not None
             target = runtime.Target(
@@ -371,7 +373,7 @@ class ConversationService:
             )  # fmt: skip
         if body.agent_id is not None:
             target = await self.agent_target(body.agent_id, body.agent_version)
-            target.with_guardrails(stored(body.guardrails))
+            target = target.with_guardrails(stored(body.guardrails))
         else:
             assert body.model is not None
             await self.agents.check_model(body.model)

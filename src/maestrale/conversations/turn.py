@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from maestrale.catalog.config import ModelSpec
-from maestrale.completions.execute import estimate_tokens
+from maestrale.completions.execute import engine_chat_request, estimate_tokens
 from maestrale.completions.gateway import Call, Gateway
 from maestrale.completions.hooks import Caller
 from maestrale.completions.schemas import ChatCompletionRequest, Message
@@ -195,25 +195,4 @@ async def prepare_turn(
     validate_chat(params.model_copy(update={"messages": [PROBE]}), call.spec)
     check_max_tokens(call.spec, params.max_tokens, chars)
     await gateway.admit(call, estimate_tokens(chars, params.max_tokens))
-    tools = [tool.model_dump(exclude_none=True) for tool in params.tools] if params.tools else None
-    choice = params.tool_choice
-    engine_request = ChatRequest(
-        model=call.upstream,
-        messages=wire,
-        tools=tools,
-        tool_choice=choice.model_dump() if choice is not None and not isinstance(choice, str)
-        else choice,
-        parallel_tool_calls=params.parallel_tool_calls,
-        response_format=params.response_format.model_dump(by_alias=True, exclude_none=True)
-        if params.response_format
-        else None,
-        max_tokens=params.max_tokens,
-        stop=params.stop_list(),
-        temperature=params.temperature,
-        top_p=params.top_p,
-        random_seed=params.random_seed,
-        n=params.n or 1,
-        presence_penalty=params.presence_penalty,
-        frequency_penalty=params.frequency_penalty,
-    )  # fmt: skip
-    return call, engine_request, built
+    return call, engine_chat_request(call, params, wire), built

@@ -5,6 +5,13 @@ package imports nothing heavy by itself.
 """
 
 import importlib.util
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from maestrale.catalog.config import CatalogError, ModelSpec
+
+Options = TypeVar("Options", bound=BaseModel)
 
 
 def require(*modules: str) -> None:
@@ -14,3 +21,12 @@ def require(*modules: str) -> None:
     for name in modules:
         if importlib.util.find_spec(name) is None:
             raise ImportError(f"No module named {name!r}")
+
+
+def engine_options(model: type[Options], spec: ModelSpec) -> Options:
+    """The catalog entry's `options` as `model`, or `CatalogError` naming the engine and what is
+    wrong."""
+    try:
+        return model.model_validate(spec.options)
+    except ValidationError as exc:
+        raise CatalogError(f"invalid {spec.engine} options: {exc}") from exc

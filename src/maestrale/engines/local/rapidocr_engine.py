@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.local import require
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.local import engine_options, require
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.types import EngineError
@@ -103,8 +103,5 @@ class RapidOcrEngine:
 
 def create_engine(spec: ModelSpec) -> RapidOcrEngine:
     """Factory of the engine registry: check the options (`CatalogError`); models load later."""
-    try:
-        options = RapidOcrOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid rapidocr options: {exc}") from exc
+    options = engine_options(RapidOcrOptions, spec)
     return RapidOcrEngine(options)

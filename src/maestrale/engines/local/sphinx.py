@@ -20,10 +20,10 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.local import audio_decode, require
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.local import audio_decode, engine_options, require
 from maestrale.engines.local.worker import Emit, SerialWorker
 from maestrale.engines.transcription_types import (
     LanguageDetected,
@@ -185,8 +185,5 @@ class SphinxEngine:
 
 def create_engine(spec: ModelSpec) -> SphinxEngine:
     """Factory of the engine registry: check the options (`CatalogError`)."""
-    try:
-        options = SphinxOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid pocketsphinx options: {exc}") from exc
+    options = engine_options(SphinxOptions, spec)
     return SphinxEngine(options)

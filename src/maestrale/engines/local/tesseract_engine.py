@@ -18,10 +18,11 @@ import os
 import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from tesserocr import RIL, PyTessBaseAPI, iterate_level
 
-from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.local import engine_options
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.types import EngineError
@@ -108,8 +109,5 @@ class TesseractEngine:
 
 def create_engine(spec: ModelSpec) -> TesseractEngine:
     """Factory of the engine registry: check the options (`CatalogError`); Tesseract loads later."""
-    try:
-        options = TesseractOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid tesseract options: {exc}") from exc
+    options = engine_options(TesseractOptions, spec)
     return TesseractEngine(options)

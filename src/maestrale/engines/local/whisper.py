@@ -36,10 +36,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
-from maestrale.engines.local import audio_decode, require
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.local import audio_decode, engine_options, require
 from maestrale.engines.local.worker import Emit, SerialWorker
 from maestrale.engines.transcription_types import (
     LanguageDetected,
@@ -247,8 +247,5 @@ class WhisperEngine:
 
 def create_engine(spec: ModelSpec) -> WhisperEngine:
     """Factory of the engine registry: check the options (`CatalogError`); the model loads later."""
-    try:
-        options = WhisperOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid faster_whisper options: {exc}") from exc
+    options = engine_options(WhisperOptions, spec)
     return WhisperEngine(options)

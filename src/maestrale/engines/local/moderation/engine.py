@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.local import engine_options
 from maestrale.engines.local.moderation.categories import CLEAN, EXAMPLES
 from maestrale.engines.local.moderation.pii import PiiDetector
 from maestrale.engines.local.moderation.profanity import ProfanityModel
@@ -221,9 +222,6 @@ class LocalModerationEngine:
 
 def create_engine(spec: ModelSpec) -> LocalModerationEngine:
     """Factory of the engine registry: check the options and the thresholds file."""
-    try:
-        options = ModerationOptions.model_validate(spec.options)
-    except ValidationError as exc:
-        raise CatalogError(f"invalid local_moderation options: {exc}") from exc
+    options = engine_options(ModerationOptions, spec)
     path = Path(options.thresholds) if options.thresholds else THRESHOLDS_FILE
     return LocalModerationEngine(options, load_calibrations(path))
