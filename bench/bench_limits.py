@@ -28,8 +28,8 @@ import orjson
 
 from bench.bench_auth_path import _cpu_seconds
 from maestrale.catalog.config import ModelSpec, Price
-from maestrale.completions.hooks import Caller, CallInfo
 from maestrale.engines.types import Usage
+from maestrale.gateway.hooks import Caller, CallInfo
 from maestrale.limits.hook import LimitsHook
 from maestrale.limits.memory import MemoryCounters
 from maestrale.limits.policy import EffectiveLimits

@@ -49,6 +49,6 @@ async def database_url(
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url)
+    database = Database(database_url, strict=True)
     yield database
     await database.dispose()

@@ -53,8 +53,8 @@ def p50_p95(values: list[float]) -> str:
 
 async def fill(app: Any, conversation_id: str, count: int) -> None:
     """Add `count` entries (user / assistant pairs) straight to the database."""
-    tenant = await default_tenant(app.state.db)
-    async with app.state.db.session() as session:
+    tenant = await default_tenant(app.state.services.db)
+    async with app.state.services.db.session() as session:
         repo = ConversationRepository(session, tenant)
         row = await repo.get(conversation_id)
         assert isinstance(row, Conversation)
@@ -62,7 +62,7 @@ async def fill(app: Any, conversation_id: str, count: int) -> None:
         for i in range(count // 2):
             bodies.append(entry("message.input", role="user", content=f"question {i}"))
             bodies.append(message_output(f"echo: question {i}", None, "maestrale-echo"))
-        await repo.add_entries(row, bodies)
+        await repo.add_entries(row.id, row.entry_count, bodies)
 
 
 async def run(
@@ -73,7 +73,7 @@ async def run(
         # As `maestrale serve` runs (the tests turn the collector settings off).
         app = create_app(test_settings(database_url, Path(tmp) / "data", gc_freeze=True))
         async with app.router.lifespan_context(app), make_client(app) as client:
-            engine = app.state.engines.resolve("maestrale-echo").engine
+            engine = app.state.services.engines.resolve("maestrale-echo").engine
             engine_seconds: list[float] = []
             engine_cpu: list[float] = []
             chat = engine.chat

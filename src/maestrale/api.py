@@ -14,10 +14,10 @@ from maestrale.classifiers.router import router as classifiers_router
 from maestrale.completions.router import router as completions_router
 from maestrale.conversations.router import router as conversations_router
 from maestrale.files.router import router as files_router
-from maestrale.observability.campaigns_router import router as observability_campaigns_router
-from maestrale.observability.datasets_router import router as observability_datasets_router
-from maestrale.observability.events_router import router as observability_events_router
-from maestrale.observability.judges_router import router as observability_judges_router
+from maestrale.observability.campaigns.router import router as observability_campaigns_router
+from maestrale.observability.datasets.router import router as observability_datasets_router
+from maestrale.observability.events.router import router as observability_events_router
+from maestrale.observability.judges.router import router as observability_judges_router
 from maestrale.ocr.router import router as ocr_router
 
 api_router = APIRouter(prefix="/v1")

@@ -103,31 +103,26 @@ def _serve(settings: Settings) -> None:
 
 
 async def _worker(settings: Settings, imports: list[str]) -> None:
-    from maestrale.core.db import Database
+    from maestrale.config import make_data_dir
     from maestrale.core.jobs.runner import load_job_modules, run_worker
-    from maestrale.jobs import build_registry
     from maestrale.services import open_services
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    db = Database(settings.resolved_database_url, pool_size=settings.database_pool_size)
-    try:
-        async with open_services(settings, db) as services:
-            registry = build_registry(services)
-            load_job_modules(registry, imports)
-            await run_worker(
-                db,
-                registry,
-                concurrency=settings.worker_concurrency,
-                lease_seconds=settings.job_lease_seconds,
-                poll_seconds=settings.job_poll_seconds,
-                stop=stop,
-                grace_seconds=settings.worker_grace_seconds,
-            )
-    finally:
-        await db.dispose()
+    make_data_dir(settings.data_dir)
+    async with open_services(settings) as services:
+        load_job_modules(services.job_registry, imports)
+        await run_worker(
+            services.db,
+            services.job_registry,
+            concurrency=settings.worker_concurrency,
+            lease_seconds=settings.job_lease_seconds,
+            poll_seconds=settings.job_poll_seconds,
+            stop=stop,
+            grace_seconds=settings.worker_grace_seconds,
+        )
 
 
 async def _keys(settings: Settings, args: argparse.Namespace) -> int:

@@ -107,6 +107,18 @@ class Settings(BaseSettings):
         default=2000, ge=1, description="events a similar-events request embeds at most (lazily)"
     )
     gc_freeze: bool = Field(default=True, description="gc.freeze() after start-up")
+    conversation_turn_lease_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="an append's hold on its conversation, renewed while it runs",
+    )
+    conversation_turn_wait_seconds: float = Field(
+        default=120.0, ge=0, description="how long an append waits for another one (then 409)"
+    )
+    strict_connections: bool = Field(
+        default=False,
+        description="fail a model call made while its task holds a database connection (tests)",
+    )
     log_level: str = "INFO"
     log_json: bool = True
     max_request_bytes: int = Field(default=1024 * 1024 * 1024, ge=1024)

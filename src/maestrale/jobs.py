@@ -18,10 +18,8 @@ def build_registry(services: Services | None = None) -> JobRegistry:
     if services is not None:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
-        from maestrale.observability.campaigns_tasks import register as register_campaigns
-        from maestrale.observability.datasets_import_tasks import (
-            register as register_dataset_imports,
-        )
+        from maestrale.observability.campaigns.tasks import register as register_campaigns
+        from maestrale.observability.datasets.tasks import register as register_dataset_imports
 
         register_files(registry, services.blobs)
         register_batch(registry, services)

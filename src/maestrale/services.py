@@ -1,29 +1,47 @@
-"""What background jobs need besides the database: the settings, blob storage and the gateway
-(model calls, accounted like any other). `serve` builds them in its lifespan; `maestrale worker`
-builds the same with `open_services`."""
+"""The long-lived objects of a process, built in one place: the database, the engines, the
+accounting recorder, Redis, the caches and their invalidation, the limits, the gateway, blob
+storage, the server secret and the job registry. `serve` opens them in its lifespan and
+`maestrale worker` opens the same; request handlers reach them through the typed dependencies of
+`maestrale.dependencies`."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from maestrale.accounting.recorder import Recorder
 from maestrale.catalog.config import load_catalog
-from maestrale.completions.gateway import Gateway
 from maestrale.config import Settings
+from maestrale.conversations.histories import Histories
+from maestrale.core.auth.cache import KeyCache
+from maestrale.core.auth.invalidation import Invalidator
 from maestrale.core.blobs import BlobStore, LocalBlobStore
 from maestrale.core.db import Database
+from maestrale.core.jobs.worker import JobRegistry
+from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineRegistry
+from maestrale.gateway.gateway import Gateway
+from maestrale.limits.setup import Limits, build_limits, redis_client
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Services:
     settings: Settings
     db: Database
-    blobs: BlobStore
+    engines: EngineRegistry
+    recorder: Recorder
+    redis: Any | None
+    key_cache: KeyCache
+    invalidator: Invalidator
+    limits: Limits
     gateway: Gateway
+    blobs: BlobStore
+    secret_key: bytes
+    histories: Histories
+    job_registry: JobRegistry = field(default_factory=JobRegistry)
 
 
 def make_blob_store(settings: Settings) -> BlobStore:
@@ -42,23 +60,52 @@ def make_blob_store(settings: Settings) -> BlobStore:
     return LocalBlobStore(settings.resolved_blob_dir)
 
 
-@asynccontextmanager
-async def open_services(settings: Settings, db: Database) -> AsyncIterator[Services]:
-    """Engines, limits, accounting and blobs for a worker process, as `serve` has them (a batch
-    line counts against the same limits as a live call); accounting is flushed on exit."""
-    from maestrale.limits.setup import build_limits, redis_client
+def secret_value(value: object) -> str | None:
+    """The text of a `SecretStr` setting, or None when unset."""
+    getter = getattr(value, "get_secret_value", None)
+    return getter() if getter else None
 
+
+@asynccontextmanager
+async def open_services(settings: Settings) -> AsyncIterator[Services]:
+    """Build every long-lived object of a process (a batch line counts against the same limits
+    as a live call, whichever process runs it); on exit, flush the accounting and close them."""
+    from maestrale.jobs import build_registry
+
+    db = Database(
+        settings.resolved_database_url,
+        pool_size=settings.database_pool_size,
+        strict=settings.strict_connections,
+    )
     engines = EngineRegistry(load_catalog(settings.models))
     recorder = Recorder(db, interval=settings.accounting_flush_seconds)
     redis = redis_client(settings.redis_url)
+    key_cache = KeyCache(settings.auth_cache_ttl)
+    invalidator = Invalidator(key_cache, redis)
     limits = build_limits(settings, db, redis)
-    gateway = Gateway(engines, recorder, db, hooks=[limits.hook])
+    invalidator.subscribe_local(limits.provider.on_invalidation)
+    services = Services(
+        settings=settings,
+        db=db,
+        engines=engines,
+        recorder=recorder,
+        redis=redis,
+        key_cache=key_cache,
+        invalidator=invalidator,
+        limits=limits,
+        gateway=Gateway(engines, recorder, db, hooks=[limits.hook]),
+        blobs=make_blob_store(settings),
+        secret_key=load_or_create_secret(settings.data_dir, secret_value(settings.secret_key)),
+        histories=Histories(),
+    )
+    services.job_registry = build_registry(services)
     recorder.start()
     try:
-        yield Services(settings, db, make_blob_store(settings), gateway)
+        yield services
     finally:
         await recorder.close()
         await engines.aclose()
         if redis is not None:
             with contextlib.suppress(Exception):
                 await redis.aclose()
+        await db.dispose()

@@ -2,6 +2,8 @@
 
 from maestrale.accounting import tables as accounting_tables
 from maestrale.admin import tables as admin_tables
+from maestrale.admin.groups import tables as admin_group_tables
+from maestrale.admin.users import tables as admin_user_tables
 from maestrale.agents import tables as agent_tables
 from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
@@ -11,13 +13,18 @@ from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
 from maestrale.files import tables as file_tables
 from maestrale.limits import tables as limits_tables
-from maestrale.observability import tables as observability_tables
+from maestrale.observability.campaigns import tables as observability_campaign_tables
+from maestrale.observability.datasets import tables as observability_dataset_tables
+from maestrale.observability.events import tables as observability_event_tables
+from maestrale.observability.judges import tables as observability_judge_tables
 
 metadata = Base.metadata
 
 __all__ = [
     "accounting_tables",
+    "admin_group_tables",
     "admin_tables",
+    "admin_user_tables",
     "agent_tables",
     "auth_tables",
     "batch_tables",
@@ -27,5 +34,8 @@ __all__ = [
     "job_tables",
     "limits_tables",
     "metadata",
-    "observability_tables",
+    "observability_campaign_tables",
+    "observability_dataset_tables",
+    "observability_event_tables",
+    "observability_judge_tables",
 ]

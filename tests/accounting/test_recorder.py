@@ -14,7 +14,7 @@ from maestrale.accounting.recorder import Recorder
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 
 
 def _usage(model: str) -> dict[str, Any]:

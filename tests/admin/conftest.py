@@ -61,7 +61,7 @@ async def create_key(admin: httpx.AsyncClient, user_id: str, workspace_id: str) 
 
 async def foreign_admin_key(app: FastAPI) -> tuple[str, str, str]:
     """Another organization with a workspace, a user and an admin key: (key, org, workspace)."""
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         tenancy = TenancyRepository(session)
         org = await tenancy.create_organization("foreign")
         ws = await tenancy.create_workspace(org.id, "foreign workspace")

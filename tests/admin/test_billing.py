@@ -83,7 +83,7 @@ async def test_spend_limit_set_and_read(billed_app: FastAPI) -> None:
         assert completion["usage"] == 0
         body = {"model": "priced", "messages": [{"role": "user", "content": "a b c"}]}
         assert (await client.post("/v1/chat/completions", json=body)).status_code == 200
-        await billed_app.state.recorder.flush()
+        await billed_app.state.services.recorder.flush()
         read = (await admin.get("/v1/admin/spend-limit")).json()["limits"]["completion"]
         # 4 prompt tokens at 1000/M, 4 completion tokens ("echo: a b c") at 3000/M
         assert read["usage"] == pytest.approx(0.016)
@@ -109,7 +109,7 @@ async def test_usage_by_category_and_model_with_navigation(billed_app: FastAPI) 
         body = {"model": "priced", "messages": [{"role": "user", "content": "one two"}]}
         for _ in range(2):
             assert (await client.post("/v1/chat/completions", json=body)).status_code == 200
-        await billed_app.state.recorder.flush()
+        await billed_app.state.services.recorder.flush()
         usage = (await admin.get("/v1/admin/usage")).json()
         entry = usage["completion"]["models"]["priced"]
         assert [e["value"] for e in entry["input"]] == [6]  # 2 calls x 3 prompt tokens
@@ -150,7 +150,7 @@ async def test_usage_previous_month_reaches_back_to_the_organization(
     billed_app: FastAPI,
 ) -> None:
     async with admin_client(billed_app) as admin:
-        async with billed_app.state.db.session() as session:
+        async with billed_app.state.services.db.session() as session:
             org = (await session.execute(select(Organization))).scalars().first()
             assert org is not None
             org.created_at = datetime(2024, 1, 15, tzinfo=UTC)

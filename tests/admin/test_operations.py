@@ -135,7 +135,7 @@ async def test_every_change_is_audited_without_secrets(
     await admin.post("/v1/admin/spend-limit", json={"amount": 12})
     await admin.delete(f"/v1/admin/workspaces/{team}")
     await admin.delete(f"/v1/admin/users/{user}")
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         admin_key_id = (
             await session.execute(select(ApiKey.id).where(ApiKey.key_hash == hash_key(ADMIN_KEY)))
         ).scalar_one()
@@ -168,7 +168,7 @@ async def test_every_change_is_audited_without_secrets(
 
 async def test_a_refused_change_is_not_audited(app: FastAPI, admin: httpx.AsyncClient) -> None:
     await admin.delete(f"/v1/admin/users/{await owner_id(admin)}")  # last admin: 409
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         assert list((await session.execute(select(AuditEntry))).scalars()) == []
 
 

@@ -11,10 +11,25 @@ from fastapi import FastAPI
 from tests.support.app_fixtures import TenantKey, make_client
 
 AGENT_KEYS = {
-    "model", "name", "id", "version", "versions", "created_at", "updated_at", "deployment_chat",
-    "source", "instructions", "tools", "completion_args", "guardrails", "description",
-    "handoffs", "metadata", "object", "version_message",
-}  # fmt: skip
+    "model",
+    "name",
+    "id",
+    "version",
+    "versions",
+    "created_at",
+    "updated_at",
+    "deployment_chat",
+    "source",
+    "instructions",
+    "tools",
+    "completion_args",
+    "guardrails",
+    "description",
+    "handoffs",
+    "metadata",
+    "object",
+    "version_message",
+}
 
 WEATHER = {
     "type": "function",
@@ -65,15 +80,21 @@ async def test_create_returns_every_field(client: httpx.AsyncClient) -> None:
     ("body", "status", "code"),
     [
         ({"model": "no-such-model", "name": "x"}, 404, "model_not_found"),
-        ({"model": "maestrale-echo", "name": "x", "handoffs": ["ag_missing"]}, 400,
-         "invalid_handoff"),
+        (
+            {"model": "maestrale-echo", "name": "x", "handoffs": ["ag_missing"]},
+            400,
+            "invalid_handoff",
+        ),
         ({"model": "maestrale-echo"}, 422, None),
         ({"model": "maestrale-echo", "name": "x", "tools": [{"type": "function"}]}, 422, None),
         ({"model": "maestrale-echo", "name": "x", "tools": [{"type": "teleport"}]}, 422, None),
-        ({"model": "maestrale-echo", "name": "x", "completion_args": {"temperature": 9}}, 422,
-         None),
+        (
+            {"model": "maestrale-echo", "name": "x", "completion_args": {"temperature": 9}},
+            422,
+            None,
+        ),
     ],
-)  # fmt: skip
+)
 async def test_create_rejects_bad_input(
     client: httpx.AsyncClient, body: dict[str, Any], status: int, code: str | None
 ) -> None:

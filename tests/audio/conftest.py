@@ -55,7 +55,7 @@ async def app(database_url: str, tmp_path: Path, whisper: Any) -> AsyncIterator[
     """The test app, its `whisper-tiny-en` (and aliases) served by the session's engine."""
     application = create_app(test_settings(database_url, tmp_path / "data"))
     async with application.router.lifespan_context(application):
-        registry = application.state.engines
+        registry = application.state.services.engines
         resolved = registry.resolve(WHISPER_ID)
         assert resolved is not None, "the [audio] extra is installed but whisper is not served"
         lent = ResolvedModel(resolved.spec, Borrowed(whisper))

@@ -113,8 +113,8 @@ async def test_stream_sends_the_sdk_event_types(client: httpx.AsyncClient) -> No
 async def test_usage_records_the_audio_seconds(app: FastAPI, client: httpx.AsyncClient) -> None:
     assert (await transcribe(client)).status_code == 200
     assert (await transcribe(client, stream="true")).status_code == 200
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         rows = (await session.execute(select(UsageRecord))).scalars().all()
     assert [r.endpoint for r in rows] == ["audio_transcriptions"] * 2
     for row in rows:

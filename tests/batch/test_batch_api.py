@@ -106,7 +106,7 @@ async def test_list_filters(app: FastAPI, client: httpx.AsyncClient, tenant: Any
         client, endpoint="/v1/embeddings", model="maestrale-embed",
         requests=[{"custom_id": "e", "body": {"input": "x"}}], metadata={"team": "b"},
     )  # fmt: skip
-    alice = await user_key(app.state.db, tenant, "alice@example.com")
+    alice = await user_key(app.state.services.db, tenant, "alice@example.com")
     async with make_client(app, alice) as a:
         third = await create_job(a, requests=[REQUEST], metadata={"team": "a"})
     await client.post(f"/v1/batch/jobs/{second['id']}/cancel")

@@ -149,7 +149,7 @@ async def test_lines_in_flight_are_bounded_per_worker(
 
 async def test_timeout_exceeded(app: FastAPI, client: httpx.AsyncClient) -> None:
     job = await create_job(client, requests=[REQUEST], timeout_hours=1)
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         await session.execute(
             sa.update(BatchJob)
             .where(BatchJob.id == job["id"])
@@ -173,7 +173,7 @@ async def test_delete_a_finished_job_keeps_its_files(
     assert (await client.get(f"/v1/batch/jobs/{job['id']}")).status_code == 404
     assert (await client.delete(f"/v1/batch/jobs/{job['id']}")).status_code == 404
     assert (await client.get(f"/v1/files/{done['output_file']}")).status_code == 200
-    async with app.state.db.sessionmaker() as session:
+    async with app.state.services.db.sessionmaker() as session:
         left = await session.scalar(
             sa.select(sa.func.count()).where(BatchResult.batch_id == job["id"])
         )
@@ -200,7 +200,7 @@ async def test_delete_a_running_job_stops_it(
         assert (await client.get("/v1/batch/jobs")).json()["total"] == 0
         assert (await client.get("/v1/files")).json()["total"] == 0
         assert gate.started == 3  # nothing started after the deletion
-    async with narrow_app.state.db.sessionmaker() as session:
+    async with narrow_app.state.services.db.sessionmaker() as session:
         queued = (await session.execute(sa.select(Job).where(Job.kind == "batch.run"))).scalar_one()
     assert queued.status in ("succeeded", "cancelled")
 
@@ -209,7 +209,7 @@ async def test_a_job_whose_worker_gave_up_reads_failed(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     job = await create_job(client, requests=[REQUEST])
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         await session.execute(
             sa.update(Job)
             .where(Job.kind == "batch.run")
@@ -234,7 +234,7 @@ async def test_replayed_results_are_recorded_and_counted_once(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     job = await create_job(client, requests=[REQUEST, REQUEST])
-    progress = Progress(app.state.db, job["id"])
+    progress = Progress(app.state.services.db, job["id"])
 
     def row(line: int, ok: bool) -> dict[str, Any]:
         return {

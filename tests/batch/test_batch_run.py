@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 
 from maestrale.accounting.tables import UsageRecord
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.batch.support import ECHO, chat_line, create_job, input_file, jsonl_file, run_jobs
 
 
@@ -84,8 +84,8 @@ async def test_chat_batch_success_and_failures(app: FastAPI, client: httpx.Async
     assert err_meta["sample_type"] == "batch_error" and err_meta["num_lines"] == 5
 
     # Every line that reached the engine was accounted, correlated to the job.
-    await app.state.recorder.flush()
-    async with app.state.db.sessionmaker() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.sessionmaker() as session:
         usage = (
             await session.execute(
                 sa.select(UsageRecord.source, UsageRecord.status_code).where(
@@ -142,8 +142,8 @@ async def test_rate_limited_lines_are_retried(
     await run_jobs(app)
     done = (await client.get(f"/v1/batch/jobs/{job['id']}", params={"inline": True})).json()
     assert done["errors"][0]["response"]["status_code"] == 429
-    await app.state.recorder.flush()
-    async with app.state.db.sessionmaker() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.sessionmaker() as session:
         calls = await session.scalar(
             sa.select(sa.func.count()).where(UsageRecord.correlation_id == job["id"])
         )
@@ -243,7 +243,7 @@ async def test_nul_characters_in_lines_are_harmless(
     assert done["status"] == "SUCCESS"
     assert [e["custom_id"] for e in done["errors"]] == ["bad\u0000id"]
     assert [o["custom_id"] for o in done["outputs"]] == ["ok\u0000id"]
-    await app.state.recorder.flush()  # the line's event was recorded (without the NUL)
-    async with app.state.db.sessionmaker() as session:
+    await app.state.services.recorder.flush()  # the line's event was recorded (without the NUL)
+    async with app.state.services.db.sessionmaker() as session:
         events = (await session.execute(sa.select(ChatCompletionEvent))).scalars().all()
     assert [e.extra_fields["custom_id"] for e in events] == ["okid"]

@@ -47,8 +47,8 @@ async def test_list_has_catalog_models_with_full_cards(client: httpx.AsyncClient
 async def test_list_includes_own_fine_tuned_models_only(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant, other: TenantKey
 ) -> None:
-    mine = await create_fine_tuned(app.state.db, tenant)
-    theirs = await create_fine_tuned(app.state.db, other.tenant)
+    mine = await create_fine_tuned(app.state.services.db, tenant)
+    theirs = await create_fine_tuned(app.state.services.db, other.tenant)
     ids = {m["id"] for m in (await client.get("/v1/models")).json()["data"]}
     assert mine.id in ids
     assert theirs.id not in ids
@@ -78,7 +78,7 @@ async def test_retrieve_base_by_id_and_alias(client: httpx.AsyncClient) -> None:
 async def test_retrieve_unknown_and_foreign_are_404(
     app: FastAPI, client: httpx.AsyncClient, other: TenantKey
 ) -> None:
-    theirs = await create_fine_tuned(app.state.db, other.tenant)
+    theirs = await create_fine_tuned(app.state.services.db, other.tenant)
     for model_id in ("no-such-model", theirs.id):
         resp = await client.get(f"/v1/models/{model_id}")
         assert resp.status_code == 404
@@ -90,7 +90,7 @@ async def test_retrieve_unknown_and_foreign_are_404(
 async def test_update_archive_unarchive_delete(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    row = await create_fine_tuned(app.state.db, tenant)
+    row = await create_fine_tuned(app.state.services.db, tenant)
     resp = await client.patch(
         f"/v1/fine_tuning/models/{row.id}", json={"name": "renamed", "description": "d", "x": 1}
     )
@@ -127,7 +127,7 @@ async def test_update_archive_unarchive_delete(
 async def test_update_keeps_fields_not_sent(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    row = await create_fine_tuned(app.state.db, tenant)
+    row = await create_fine_tuned(app.state.services.db, tenant)
     await client.patch(f"/v1/fine_tuning/models/{row.id}", json={"description": "first"})
     body = (await client.patch(f"/v1/fine_tuning/models/{row.id}", json={"name": "n"})).json()
     assert body["description"] == "first"
@@ -137,7 +137,7 @@ async def test_update_keeps_fields_not_sent(
 async def test_classifier_model_update_shape(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    row = await create_fine_tuned(app.state.db, tenant, model_type="classifier")
+    row = await create_fine_tuned(app.state.services.db, tenant, model_type="classifier")
     body = (await client.patch(f"/v1/fine_tuning/models/{row.id}", json={})).json()
     assert body["model_type"] == "classifier"
     assert body["classifier_targets"][0]["name"] == "topic"
@@ -159,7 +159,7 @@ async def test_base_models_cannot_be_changed(client: httpx.AsyncClient) -> None:
 async def test_foreign_fine_tuned_model_cannot_be_changed(
     app: FastAPI, client: httpx.AsyncClient, other: TenantKey
 ) -> None:
-    theirs = await create_fine_tuned(app.state.db, other.tenant)
+    theirs = await create_fine_tuned(app.state.services.db, other.tenant)
     assert (await client.delete(f"/v1/models/{theirs.id}")).status_code == 404
     assert (await client.post(f"/v1/fine_tuning/models/{theirs.id}/archive")).status_code == 404
     assert (
@@ -172,7 +172,7 @@ async def test_foreign_fine_tuned_model_cannot_be_changed(
 
 
 async def test_update_validation(app: FastAPI, client: httpx.AsyncClient, tenant: Tenant) -> None:
-    row = await create_fine_tuned(app.state.db, tenant)
+    row = await create_fine_tuned(app.state.services.db, tenant)
     resp = await client.patch(f"/v1/fine_tuning/models/{row.id}", json={"name": 5})
     assert resp.status_code == 422
     assert resp.json()["detail"][0]["loc"] == ["body", "name"]

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.catalog.factories import create_fine_tuned
 
 WEATHER = {
@@ -205,7 +205,7 @@ async def test_unknown_fields_are_ignored(client: httpx.AsyncClient) -> None:
 async def test_fine_tuned_models_route_to_their_base(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    row = await create_fine_tuned(app.state.db, tenant)
+    row = await create_fine_tuned(app.state.services.db, tenant)
     resp = await chat(client, model=row.id, messages=[user("hi")])
     assert resp.status_code == 200
     assert resp.json()["model"] == row.id
@@ -226,8 +226,8 @@ async def test_every_call_is_accounted(
         json={"model": "maestrale-echo", "messages": [user("correlated")]},
         headers={"x-correlation-id": "corr-1"},
     )
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         usage = (
             (await session.execute(select(UsageRecord).order_by(UsageRecord.created_at)))
             .scalars()

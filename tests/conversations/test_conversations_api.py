@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.support.app_fixtures import TenantKey, make_client
 
 WEATHER = {
@@ -48,9 +48,13 @@ async def agent(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
 
 async def test_model_conversation(app: FastAPI, client: httpx.AsyncClient) -> None:
     started = await start(
-        client, inputs="hello", instructions="Be brief.", name="chat", metadata={"k": "v"},
+        client,
+        inputs="hello",
+        instructions="Be brief.",
+        name="chat",
+        metadata={"k": "v"},
         completion_args={"temperature": 0.1},
-    )  # fmt: skip
+    )
     assert started["object"] == "conversation.response"
     conv_id = started["conversation_id"]
     assert conv_id.startswith("conv_")
@@ -75,17 +79,19 @@ async def test_model_conversation(app: FastAPI, client: httpx.AsyncClient) -> No
     assert history["object"] == "conversation.history"
     kinds = [(e["type"], e.get("content")) for e in history["entries"]]
     assert kinds == [
-        ("message.input", "hello"), ("message.output", "echo: hello"),
-        ("message.input", "again"), ("message.output", "echo: again"),
-    ]  # fmt: skip
+        ("message.input", "hello"),
+        ("message.output", "echo: hello"),
+        ("message.input", "again"),
+        ("message.output", "echo: again"),
+    ]
     assert history["entries"][0]["role"] == "user"
     messages = (await client.get(f"/v1/conversations/{conv_id}/messages")).json()
     assert messages["object"] == "conversation.messages"
     assert [m["id"] for m in messages["messages"]] == [e["id"] for e in history["entries"]]
 
     # Each model turn is a chat completion event correlated with the conversation.
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
     assert [e.correlation_id for e in events] == [conv_id, conv_id]
     assert events[1].request_messages[0] == {"role": "system", "content": "Be brief."}
@@ -111,8 +117,11 @@ async def test_function_call_round_trip(client: httpx.AsyncClient) -> None:
     assert answered["outputs"][0]["content"] == "tool get_weather returned: 22C"
     history = (await client.get(f"/v1/conversations/{conv_id}/history")).json()["entries"]
     assert [e["type"] for e in history] == [
-        "message.input", "function.call", "function.result", "message.output",
-    ]  # fmt: skip
+        "message.input",
+        "function.call",
+        "function.result",
+        "message.output",
+    ]
     messages = (await client.get(f"/v1/conversations/{conv_id}/messages")).json()["messages"]
     assert [m["type"] for m in messages] == ["message.input", "message.output"]
 
@@ -182,9 +191,12 @@ async def test_restart_from_an_entry(client: httpx.AsyncClient) -> None:
     await post(client, f"/v1/conversations/{conv_id}", inputs="two")
     original = (await client.get(f"/v1/conversations/{conv_id}/history")).json()["entries"]
     restarted = await post(
-        client, f"/v1/conversations/{conv_id}/restart",
-        from_entry_id=original[1]["id"], inputs="three", metadata={"n": "2"},
-    )  # fmt: skip
+        client,
+        f"/v1/conversations/{conv_id}/restart",
+        from_entry_id=original[1]["id"],
+        inputs="three",
+        metadata={"n": "2"},
+    )
     new_id = restarted["conversation_id"]
     assert new_id != conv_id
     assert restarted["outputs"][0]["content"] == "echo: three"
@@ -216,9 +228,11 @@ async def test_restart_on_another_agent_version(client: httpx.AsyncClient) -> No
         "entries"
     ]
     restarted = await post(
-        client, f"/v1/conversations/{started['conversation_id']}/restart",
-        from_entry_id=entries[0]["id"], agent_version=2,
-    )  # fmt: skip
+        client,
+        f"/v1/conversations/{started['conversation_id']}/restart",
+        from_entry_id=entries[0]["id"],
+        agent_version=2,
+    )
     got = (await client.get(f"/v1/conversations/{restarted['conversation_id']}")).json()
     assert got["agent_version"] == 2
 
@@ -240,18 +254,19 @@ async def test_bad_requests(client: httpx.AsyncClient) -> None:
     cases: list[tuple[dict[str, Any], int, str | None]] = [
         ({"model": "no-such-model", "inputs": "x"}, 404, None),
         ({"inputs": "x"}, 400, "invalid_target"),
-        ({"model": "maestrale-echo", "agent_id": web["id"], "inputs": "x"}, 400,
-         "invalid_target"),
+        ({"model": "maestrale-echo", "agent_id": web["id"], "inputs": "x"}, 400, "invalid_target"),
         ({"agent_id": "ag_missing", "inputs": "x"}, 404, "agent_not_found"),
         ({"agent_id": web["id"], "inputs": "x"}, 400, "tool_unavailable"),
         ({"model": "maestrale-echo", "inputs": []}, 400, "invalid_inputs"),
-        ({"model": "maestrale-echo", "inputs": [{"type": "agent.handoff"}]}, 400,
-         "invalid_inputs"),
-        ({"model": "maestrale-echo", "inputs": [{"role": "system", "content": "x"}]}, 400,
-         "invalid_inputs"),
+        ({"model": "maestrale-echo", "inputs": [{"type": "agent.handoff"}]}, 400, "invalid_inputs"),
+        (
+            {"model": "maestrale-echo", "inputs": [{"role": "system", "content": "x"}]},
+            400,
+            "invalid_inputs",
+        ),
         ({"model": "maestrale-echo"}, 422, None),
         ({"agent_id": web["id"], "agent_version": "nope", "inputs": "x"}, 404, None),
-    ]  # fmt: skip
+    ]
     for body, status, code in cases:
         response = await client.post("/v1/conversations", json=body)
         assert response.status_code == status, (body, response.text)
@@ -329,7 +344,7 @@ async def test_appends_number_entries_and_touch_the_conversation(
     assert after > before
     history = (await client.get(f"{url}/history")).json()["entries"]
     restarted = await post(client, f"{url}/restart", from_entry_id=history[3]["id"], inputs="again")
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         for cid, count in ((conv_id, 6), (restarted["conversation_id"], 6)):
             conversation = await session.get(Conversation, cid)
             assert conversation is not None and conversation.entry_count == count
@@ -354,10 +369,16 @@ async def test_history_sends_the_entries_exactly_as_answered(client: httpx.Async
     url = f"/v1/conversations/{started['conversation_id']}"
     called = await post(client, url, inputs='/call get_weather {"city": "Genova"}')
     answered = await post(
-        client, url,
-        inputs=[{"type": "function.result", "tool_call_id": called["outputs"][0]["tool_call_id"],
-                 "result": "tramontana ☁"}],
-    )  # fmt: skip
+        client,
+        url,
+        inputs=[
+            {
+                "type": "function.result",
+                "tool_call_id": called["outputs"][0]["tool_call_id"],
+                "result": "tramontana ☁",
+            }
+        ],
+    )
     response = await client.get(f"{url}/history")
     assert response.headers["content-type"] == "application/json"
     history = response.json()

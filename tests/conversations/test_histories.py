@@ -9,16 +9,18 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.runtime import RunResult, Target
-from maestrale.conversations.service import ConversationService
+from maestrale.conversations.service import ConversationService, Prepared
 from maestrale.conversations.tables import Conversation
 from maestrale.conversations.turn import EMPTY
+from maestrale.conversations.turns import TurnPolicy, Turns
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.core.uow import UnitOfWork, unit_of_work
+from maestrale.gateway.hooks import Caller
+from maestrale.observability.events.tables import ChatCompletionEvent
 
 
 async def post(client: httpx.AsyncClient, url: str, **body: Any) -> dict[str, Any]:
@@ -37,22 +39,24 @@ async def test_append_reads_entries_another_replica_wrote(
     await post(client, url, inputs="two")
     key = (tenant.workspace_id, conv_id)
     assert (
-        len(app.state.histories.get(key, 10).entries) == 4
+        len(app.state.services.histories.get(key, 10).entries) == 4
     )  # what the append read and wrote (committed)
     # Another replica appends (straight to the database: this process's copy does not see it).
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         repo = ConversationRepository(session, tenant)
         row = await repo.get(conv_id)
         assert row is not None
-        await repo.add_entries(
-            row, [E.entry("message.input", role="user", content="elsewhere", prefix=False)]
+        assert await repo.add_entries(
+            row.id,
+            row.entry_count,
+            [E.entry("message.input", role="user", content="elsewhere", prefix=False)],
         )
     answered = await post(client, url, inputs="three")
     assert answered["outputs"][0]["content"] == "echo: three"
     await post(client, url, inputs="four")
 
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         events = (
             (
                 await session.execute(
@@ -67,7 +71,7 @@ async def test_append_reads_entries_another_replica_wrote(
     seen = [[m["content"] for m in event.request_messages] for event in events]
     assert seen[-2] == ["one", "echo: one", "two", "echo: two", "elsewhere", "three"]
     assert seen[-1] == [*seen[-2], "echo: three", "four"]
-    assert len(app.state.histories.get(key, 11).entries) == 9
+    assert len(app.state.services.histories.get(key, 11).entries) == 9
     history = (await client.get(f"{url}/history")).json()["entries"]
     assert [e["content"] for e in history] == [*seen[-1], "echo: four"]
 
@@ -120,25 +124,28 @@ def test_a_copys_turn_prefix_counts_toward_the_bound() -> None:
 async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant) -> None:
     """The copy takes an append's entries when its transaction commits, not when it rolls
     back (the entries were never written: another append will take their numbers)."""
+    services = app.state.services
     caller = Caller(tenant.organization_id, tenant.workspace_id)
-    gateway, engines = app.state.gateway, app.state.engines
     outputs = [E.message_output("echo: x", None, "maestrale-echo")]
-    result = RunResult(outputs, {}, Target(model="maestrale-echo"))
-    async with app.state.db.sessionmaker() as session:
-        service = ConversationService(
-            session, tenant, engines, gateway, caller, app.state.histories
+    target = Target(model="maestrale-echo")
+    result = RunResult(outputs, {}, target)
+
+    def service_in(work: UnitOfWork) -> ConversationService:
+        turns = Turns(services.db, tenant, TurnPolicy())
+        return ConversationService(
+            work, tenant, services.engines, services.gateway, caller, services.histories, turns
         )
-        row = Conversation(id="conv_kept", model="maestrale-echo")
-        await service.repo.add(row)
-        await session.commit()
+
+    async with unit_of_work(services.db.sessionmaker) as work:
+        await service_in(work).repo.add(Conversation(id="conv_kept", model="maestrale-echo"))
     key = (tenant.workspace_id, "conv_kept")
     for commit in (False, True):
-        async with app.state.db.sessionmaker() as session:
-            service = ConversationService(
-                session, tenant, engines, gateway, caller, app.state.histories
-            )
-            row = await service.get_row("conv_kept", lock=True)
-            added = [E.entry("message.input", role="user", content="x", prefix=False)]
-            await service._store(row, added, result, [])
-            await (session.commit() if commit else session.rollback())
-        assert app.state.histories.get(key, 10).entries == ((*added, *outputs) if commit else ())
+        work = UnitOfWork(services.db.sessionmaker)
+        service = service_in(work)
+        row = await service.get_row("conv_kept")
+        added = [E.entry("message.input", role="user", content="x", prefix=False)]
+        prepared = Prepared("conv_kept", target, [], added, None, "server")
+        await service._store(prepared, row, 0, [], result)
+        await (work.commit() if commit else work.rollback())
+        await work.close()
+        assert services.histories.get(key, 10).entries == ((*added, *outputs) if commit else ())

@@ -56,9 +56,11 @@ async def test_streamed_start_append_and_restart(client: httpx.AsyncClient) -> N
     assert text == "echo: more"
 
     restarted = await events(
-        client, f"/v1/conversations/{conv_id}/restart", from_entry_id=history[0]["id"],
+        client,
+        f"/v1/conversations/{conv_id}/restart",
+        from_entry_id=history[0]["id"],
         inputs="again",
-    )  # fmt: skip
+    )
     new_id = restarted[0]["conversation_id"]
     assert new_id != conv_id
     entries = (await client.get(f"/v1/conversations/{new_id}/history")).json()["entries"]
@@ -67,9 +69,12 @@ async def test_streamed_start_append_and_restart(client: httpx.AsyncClient) -> N
 
 async def test_streamed_function_call_and_handoff(client: httpx.AsyncClient) -> None:
     called = await events(
-        client, "/v1/conversations", model="maestrale-echo", tools=[WEATHER],
+        client,
+        "/v1/conversations",
+        model="maestrale-echo",
+        tools=[WEATHER],
         inputs='/call get_weather {"city": "Nice"}',
-    )  # fmt: skip
+    )
     [call] = [e for e in called if e["type"] == "function.call.delta"]
     assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Nice"}
     conv_id = called[0]["conversation_id"]
@@ -85,9 +90,11 @@ async def test_streamed_function_call_and_handoff(client: httpx.AsyncClient) -> 
         )
     ).json()
     handed = await events(
-        client, "/v1/conversations", agent_id=source["id"],
+        client,
+        "/v1/conversations",
+        agent_id=source["id"],
         inputs=f"/call handoff_to_{target['id']} {{}}",
-    )  # fmt: skip
+    )
     kinds = [e["type"] for e in handed]
     assert kinds[1:3] == ["agent.handoff.started", "agent.handoff.done"]
     assert handed[2]["next_agent_id"] == target["id"]

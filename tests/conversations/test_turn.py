@@ -12,13 +12,13 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 
 from maestrale.completions.execute import prepare_chat
-from maestrale.completions.hooks import Caller
 from maestrale.completions.schemas import ChatCompletionRequest
 from maestrale.conversations import entries as E
 from maestrale.conversations.runtime import Target, chat_params
 from maestrale.conversations.turn import EMPTY, TurnPrefix, prepare_turn
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import AppError, BadRequest
+from maestrale.gateway.hooks import Caller
 
 WEATHER = {
     "type": "function",
@@ -198,7 +198,7 @@ async def chat_endpoint_path(
                 code="invalid_completion_args",
             ) from exc
         _, engine_request = await prepare_chat(
-            app.state.gateway, caller, request, correlation_id="conv_x"
+            app.state.services.gateway, caller, request, correlation_id="conv_x"
         )
     except AppError as exc:
         return ("error", exc.status_code, exc.code, exc.message, exc.param)
@@ -215,9 +215,14 @@ async def turn_path(
 ) -> Any:
     try:
         _, engine_request, _ = await prepare_turn(
-            app.state.gateway, caller, chat_params(target, override), target.instructions,
-            entries, correlation_id="conv_x", prefix=prefix,
-        )  # fmt: skip
+            app.state.services.gateway,
+            caller,
+            chat_params(target, override),
+            target.instructions,
+            entries,
+            correlation_id="conv_x",
+            prefix=prefix,
+        )
     except AppError as exc:
         return ("error", exc.status_code, exc.code, exc.message, exc.param)
     return engine_request
@@ -267,14 +272,24 @@ async def test_the_prefix_a_turn_returns_covers_its_entries(app: FastAPI, tenant
     entries = [user("weather?"), call("c1"), result("c1"), user("ok")]
     body = chat_params(TOOLS, None)
     _, first, prefix = await prepare_turn(
-        app.state.gateway, caller, body, TOOLS.instructions, entries[:2], correlation_id="c"
+        app.state.services.gateway,
+        caller,
+        body,
+        TOOLS.instructions,
+        entries[:2],
+        correlation_id="c",
     )
     assert prefix.count == 2 and list(prefix.messages) == first.messages[1:]
     more = [*entries[:2], call("c2"), *entries[2:]]  # joins the assistant message of c1
     _, second, longer = await prepare_turn(
-        app.state.gateway, caller, body, TOOLS.instructions, more, correlation_id="c",
+        app.state.services.gateway,
+        caller,
+        body,
+        TOOLS.instructions,
+        more,
+        correlation_id="c",
         prefix=prefix,
-    )  # fmt: skip
+    )
     assert [c["id"] for c in second.messages[2]["tool_calls"]] == ["c1", "c2"]
     assert [c["id"] for c in prefix.messages[1]["tool_calls"]] == ["c1"]  # left as it was
     assert longer.count == 5 and longer.chars == sum(len(m["content"]) for m in longer.messages)

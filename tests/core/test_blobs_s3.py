@@ -158,7 +158,7 @@ async def s3_app(s3_endpoint: str, database_url: str, tmp_path: Path) -> AsyncIt
 
 
 async def test_files_and_batch_on_s3(s3_app: FastAPI) -> None:
-    store = s3_app.state.blobs
+    store = s3_app.state.services.blobs
     assert isinstance(store, S3BlobStore)
     async with make_client(s3_app) as client:
         data = os.urandom(1_500_000)

@@ -297,3 +297,47 @@ async def test_run_until_idle_runs_everything_or_times_out(db: Database) -> None
     with pytest.raises(TimeoutError):
         await worker(db, registry).run_until_idle(timeout=0.5)
     assert (await load(db, job_id)).status == "queued"  # handed back, not lost
+
+
+async def test_after_commit_actions_follow_the_completion_only(
+    db: Database, queue: JobQueue
+) -> None:
+    done: list[str] = []
+    job_id = await enqueue(db)
+    [job] = await queue.claim("w", limit=1, kinds=["t.work"])
+
+    async def broken(session: AsyncSession) -> None:
+        raise RuntimeError("side effect failed")
+
+    def after(label: str) -> Any:
+        async def action() -> None:
+            # The completion is visible once the action runs: it follows the commit.
+            done.append(f"{label}:{(await load(db, job_id)).status}")
+
+        return action
+
+    with pytest.raises(RuntimeError):
+        await queue.complete(job_id, job.token, None, effects=broken, after_commit=[after("a")])
+    assert await queue.complete(job_id, "not-the-lease", None, after_commit=[after("b")]) is False
+    assert done == []
+    assert await queue.complete(job_id, job.token, None, after_commit=[after("c")]) is True
+    assert done == ["c:succeeded"]
+
+
+async def test_a_handler_acts_after_its_completion_commits(db: Database) -> None:
+    seen: list[str] = []
+
+    async def handler(ctx: JobContext) -> dict[str, Any]:
+        async def effects(session: AsyncSession) -> None:
+            await JobQueue(db).enqueue(session, "t.follow-up", {"after": ctx.job_id})
+
+        async def after() -> None:
+            seen.append(str((await follow_ups(db))[0]["after"]))
+
+        ctx.on_complete(effects)
+        ctx.after_complete(after)
+        return {}
+
+    job_id = await enqueue(db)
+    await worker(db, {"t.work": handler}).run_until_idle(timeout=20)
+    assert (await load(db, job_id)).status == "succeeded" and seen == [job_id]

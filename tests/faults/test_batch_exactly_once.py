@@ -135,7 +135,7 @@ def workers(database_url: str, tmp_path: Path) -> Iterator[list[subprocess.Popen
 async def test_sigkilled_worker_is_replaced_and_lines_are_written_once(
     api: FastAPI, workers: list[subprocess.Popen[bytes]]
 ) -> None:
-    db: Database = api.state.db
+    db: Database = api.state.services.db
     async with make_client(api) as client:
         batch_id = await create_batch(client)
 

@@ -242,8 +242,8 @@ async def test_another_workspace_sees_nothing(
 
 
 async def test_user_visibility(app: FastAPI, client: httpx.AsyncClient, tenant: Tenant) -> None:
-    alice = await user_key(app.state.db, tenant, "alice@example.com")
-    bob = await user_key(app.state.db, tenant, "bob@example.com")
+    alice = await user_key(app.state.services.db, tenant, "alice@example.com")
+    bob = await user_key(app.state.services.db, tenant, "bob@example.com")
     async with make_client(app, alice) as a, make_client(app, bob) as b:
         private = (await upload(a, LINES, purpose="batch", visibility="user")).json()
         shared = (await upload(a, LINES, purpose="batch")).json()

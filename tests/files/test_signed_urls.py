@@ -74,7 +74,7 @@ async def test_altered_or_expired_links_are_403(
     )
     assert moved.status_code == 403
     past = int(time.time()) - 10
-    expired = sign(app.state.secret_key, signed_message(file_id, past))
+    expired = sign(app.state.services.secret_key, signed_message(file_id, past))
     resp = await anon_client.get(path, params={"expires": past, "signature": expired})
     assert resp.status_code == 403
     assert resp.json()["code"] == "signature_expired"
@@ -114,7 +114,7 @@ async def test_expired_upload_is_removed(app: FastAPI) -> None:
         resp = await upload(client, CONTENT, purpose="batch", expiry=1)
         body = resp.json()
         assert abs(body["expires_at"] - (body["created_at"] + 3600)) <= 1
-        db = app.state.db
+        db = app.state.services.db
         # Let the hour pass.
         past = utcnow() - timedelta(seconds=1)
         async with db.session() as session:
@@ -126,7 +126,12 @@ async def test_expired_upload_is_removed(app: FastAPI) -> None:
             )
         assert (await client.get(f"/v1/files/{body['id']}")).status_code == 404
         worker = Worker(
-            db, app.state.job_registry, owner="t", concurrency=1, lease_seconds=5, poll_seconds=0.05
+            db,
+            app.state.services.job_registry,
+            owner="t",
+            concurrency=1,
+            lease_seconds=5,
+            poll_seconds=0.05,
         )
         await worker.run_until_idle(10)
         async with db.sessionmaker() as session:

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.batch.support import chat_line, create_job, input_file, jsonl_file, run_jobs
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -54,15 +54,15 @@ def assert_blocked(response: httpx.Response, *words: str) -> None:
 
 
 async def usage_rows(app: FastAPI) -> list[UsageRecord]:
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         rows = await session.execute(select(UsageRecord).order_by(UsageRecord.created_at))
         return list(rows.scalars().all())
 
 
 async def chat_events(app: FastAPI) -> list[ChatCompletionEvent]:
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         return list((await session.execute(select(ChatCompletionEvent))).scalars().all())
 
 

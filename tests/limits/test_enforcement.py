@@ -16,9 +16,9 @@ from sqlalchemy import insert
 from maestrale.accounting.tables import UsageRecord
 from maestrale.app import create_app
 from maestrale.catalog.config import ModelSpec, Price
-from maestrale.completions.hooks import Caller, CallInfo
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import ServiceUnavailable
+from maestrale.gateway.hooks import Caller, CallInfo
 from maestrale.limits.hook import LimitsHook
 from maestrale.limits.policy import EffectiveLimits
 from tests.admin.conftest import admin_client
@@ -88,7 +88,7 @@ async def test_requests_per_second_are_per_workspace(
     async with limited_app(requests_per_second=1) as app, make_client(app) as client:
         from tests.support.app_fixtures import create_tenant
 
-        other = await create_tenant(app.state.db)
+        other = await create_tenant(app.state.services.db)
         async with make_client(app, other.key) as neighbour:
             assert (await client.post("/v1/chat/completions", json=chat())).status_code == 200
             assert (await client.post("/v1/chat/completions", json=chat())).status_code == 429
@@ -123,8 +123,8 @@ async def test_tokens_per_minute_reserve_the_worst_case_then_reconcile(
 async def test_tokens_per_month_start_from_recorded_usage(limited_app: AppFactory) -> None:
     limits = {"models": {"maestrale-echo": {"tokens_per_month": 1000}}}
     async with limited_app(**limits) as app, make_client(app) as client:
-        tenant = await default_tenant(app.state.db)
-        async with app.state.db.session() as session:
+        tenant = await default_tenant(app.state.services.db)
+        async with app.state.services.db.session() as session:
             await session.execute(
                 insert(UsageRecord),
                 [
@@ -161,7 +161,7 @@ async def test_spend_limit(limited_app: AppFactory) -> None:
         assert body["code"] == "spend_limit_exceeded" and body["type"] == "billing_error"
         assert "monthly spend limit of 0.30 USD" in body["message"]
         assert int(resp.headers["retry-after"]) >= 1
-        await app.state.recorder.flush()
+        await app.state.services.recorder.flush()
         spend = (await admin.get("/v1/admin/spend-limit")).json()["limits"]["completion"]
         assert spend["usage"] <= 0.3 and spend["usage"] > 0.3 - 0.08  # within one call
         assert admitted == 6  # 6 x 0.04 = 0.24; a 7th could reach 0.32
@@ -183,7 +183,7 @@ async def test_spend_limit_reached_is_reported(limited_app: AppFactory) -> None:
     ):
         body = chat("priced", max_tokens=3)
         assert (await client.post("/v1/chat/completions", json=body)).status_code == 200
-        await app.state.recorder.flush()
+        await app.state.services.recorder.flush()
         spend = (await admin.get("/v1/admin/spend-limit")).json()["limits"]["completion"]
         assert spend["usage_limit"] == 0.04 and spend["monthly_limit_reached"] is True
 
@@ -231,4 +231,6 @@ async def test_no_limits_no_counting(limited_app: AppFactory) -> None:
             *(client.post("/v1/chat/completions", json=chat()) for _ in range(20))
         )
         assert all(r.status_code == 200 for r in responses)
-        assert app.state.limits.provider._cache  # the organization's limits were looked up once
+        assert (
+            app.state.services.limits.provider._cache
+        )  # the organization's limits were looked up once

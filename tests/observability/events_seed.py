@@ -32,7 +32,7 @@ async def make_event(
 async def seed_events(app: FastAPI, client: httpx.AsyncClient) -> None:
     for correlation_id, text, metadata in SEED:
         await make_event(client, correlation_id, text, metadata)
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
 
 
 def obs_error(resp: httpx.Response, status: int, code: str) -> str:

@@ -14,9 +14,10 @@ from sqlalchemy import select
 
 from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobContext
-from maestrale.observability import judging
-from maestrale.observability.campaigns_tasks import CampaignTasks
-from maestrale.observability.tables import CampaignEvent, ChatCompletionEvent
+from maestrale.observability.campaigns.tables import CampaignEvent
+from maestrale.observability.campaigns.tasks import CampaignTasks
+from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.observability.judges import judging
 from tests.batch.support import run_jobs
 from tests.observability.events_seed import obs_error, seed_events
 from tests.observability.test_judges_api import new_judge
@@ -42,7 +43,7 @@ async def new_campaign(client: httpx.AsyncClient, judge_id: str, **kw: Any) -> d
 
 
 async def verdicts(app: FastAPI, campaign_id: str) -> list[CampaignEvent]:
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         stmt = select(CampaignEvent).where(CampaignEvent.campaign_id == campaign_id)
         return list((await session.execute(stmt.order_by(CampaignEvent.position))).scalars())
 
@@ -69,8 +70,8 @@ async def test_campaign_runs_to_completion(app: FastAPI, client: httpx.AsyncClie
     rows = await verdicts(app, campaign["id"])
     assert [(r.answer, r.analysis, r.error) for r in rows] == [("polite", "echo", None)] * 3
     # Each judge call went through the gateway and was recorded.
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         stmt = select(ChatCompletionEvent).where(ChatCompletionEvent.source == "judge")
         assert len((await session.execute(stmt)).scalars().all()) == 3
     fetched = (await client.get(f"{CAMPAIGNS}/{campaign['id']}")).json()
@@ -158,8 +159,8 @@ async def test_resumed_campaign_judges_each_event_once(
         return await real(gateway, caller, definition, messages, *a)
 
     monkeypatch.setattr(judging, "run_judge", flaky)
-    tasks = CampaignTasks(app.state.gateway)
-    ctx = cast(JobContext, _Ctx(app.state.db, {"campaign_id": campaign["id"]}))
+    tasks = CampaignTasks(app.state.services.gateway)
+    ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}))
     with pytest.raises(RuntimeError):
         await tasks.run(ctx)
     rows = await verdicts(app, campaign["id"])
@@ -186,9 +187,9 @@ async def test_last_attempt_failure_marks_the_campaign_failed(
         raise RuntimeError("database gone")
 
     monkeypatch.setattr(judging, "run_judge", broken)
-    ctx = cast(JobContext, _Ctx(app.state.db, {"campaign_id": campaign["id"]}, attempt=5))
+    ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}, attempt=5))
     with pytest.raises(RuntimeError):
-        await CampaignTasks(app.state.gateway).run(ctx)
+        await CampaignTasks(app.state.services.gateway).run(ctx)
     assert (await client.get(f"{CAMPAIGNS}/{campaign['id']}/status")).json()["status"] == "FAILED"
 
 
@@ -262,7 +263,7 @@ async def test_import_a_campaign_into_a_dataset(app: FastAPI, client: httpx.Asyn
         "DATASET_NOT_FOUND",
     )
     # Events not judged (yet) or whose judging failed are skipped, and the task says so.
-    async with app.state.db.session() as session, session.begin():
+    async with app.state.services.db.session() as session, session.begin():
         rows = (await session.execute(select(CampaignEvent).order_by(CampaignEvent.position))).all()
         rows[0][0].judged_at, rows[1][0].error = None, "engine down"
     resp = await client.post("/v1/observability/datasets", json={"name": "e", "description": ""})

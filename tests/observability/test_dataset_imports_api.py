@@ -17,9 +17,10 @@ from sqlalchemy import select
 from maestrale.core.db import Database
 from maestrale.core.jobs.tables import Job
 from maestrale.core.jobs.worker import JobContext
-from maestrale.observability import datasets_import_sources
-from maestrale.observability.datasets_import_tasks import KIND, DatasetImportTasks, factories
-from maestrale.observability.tables import ChatCompletionEvent, DatasetImportTask
+from maestrale.observability.datasets import sources as datasets_import_sources
+from maestrale.observability.datasets.tables import DatasetImportTask
+from maestrale.observability.datasets.tasks import KIND, DatasetImportTasks, factories
+from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.batch.support import run_jobs
 from tests.files.support import jsonl, upload
 from tests.observability.events_seed import obs_error, seed_events
@@ -34,7 +35,7 @@ TASK_KEYS = {
 
 
 async def event_ids(app: FastAPI) -> list[str]:
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         stmt = select(ChatCompletionEvent.id, ChatCompletionEvent.request_messages)
         rows = (await session.execute(stmt)).all()
     return [i for i, _ in sorted(rows, key=lambda r: str(r[1][0]["content"]))]
@@ -219,7 +220,7 @@ async def test_import_from_playground(app: FastAPI, client: httpx.AsyncClient) -
 async def test_export_to_jsonl_round_trips(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from maestrale.observability import datasets_export
+    from maestrale.observability.datasets import export as datasets_export
 
     monkeypatch.setattr(datasets_export, "EXPORT_BATCH", 2)  # several keyset pages
     ds = await new_dataset(client)
@@ -260,7 +261,7 @@ class _Ctx:
 
 
 async def job_payload(app: FastAPI, task_id: str) -> dict[str, Any]:
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         jobs = (await session.execute(select(Job).where(Job.kind == KIND))).scalars()
         return next(j.payload for j in jobs if j.payload["task_id"] == task_id)
 
@@ -274,7 +275,7 @@ async def test_killed_import_resumes_without_duplicates(
         client, ds["id"], "explorer", completion_event_ids=await event_ids(app)
     )
     monkeypatch.setattr(datasets_import_sources, "BATCH", 1)
-    handler = DatasetImportTasks(factories(app.state.blobs))
+    handler = DatasetImportTasks(factories(app.state.services.blobs))
     real = DatasetImportTasks._write
     writes = 0
 
@@ -286,7 +287,7 @@ async def test_killed_import_resumes_without_duplicates(
         return await real(self, *args)
 
     monkeypatch.setattr(DatasetImportTasks, "_write", dies_after_two)
-    ctx = cast(JobContext, _Ctx(app.state.db, await job_payload(app, task["id"])))
+    ctx = cast(JobContext, _Ctx(app.state.services.db, await job_payload(app, task["id"])))
     with pytest.raises(RuntimeError):
         await handler.run(ctx)
     running = await task_of(client, ds["id"], task["id"])
@@ -311,10 +312,10 @@ async def test_last_attempt_fails_and_deleted_dataset_cancels(
         raise RuntimeError("database gone")
 
     monkeypatch.setattr(DatasetImportTasks, "_write", broken)
-    handler = DatasetImportTasks(factories(app.state.blobs))
+    handler = DatasetImportTasks(factories(app.state.services.blobs))
     payload = await job_payload(app, task["id"])
     with pytest.raises(RuntimeError):
-        await handler.run(cast(JobContext, _Ctx(app.state.db, payload, attempt=5)))
+        await handler.run(cast(JobContext, _Ctx(app.state.services.db, payload, attempt=5)))
     failed = await task_of(client, ds["id"], task["id"])
     assert failed["status"] == "FAILED" and "database gone" in failed["message"]
     monkeypatch.undo()
@@ -322,7 +323,7 @@ async def test_last_attempt_fails_and_deleted_dataset_cancels(
     task = await start_import(client, doomed["id"], "dataset", dataset_record_ids=[rid])
     assert (await client.delete(f"{DATASETS}/{doomed['id']}")).status_code == 204
     await run_jobs(app)
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         row = await session.get(DatasetImportTask, task["id"])
     assert row is not None and row.status == "CANCELED"
 

@@ -8,7 +8,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.tables import Dataset, DatasetRecord
+from maestrale.observability.datasets.tables import Dataset, DatasetRecord
 from tests.observability.events_seed import obs_error
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -44,7 +44,7 @@ async def test_dataset_crud_and_soft_delete(app: FastAPI, client: httpx.AsyncCli
     obs_error(await client.delete(f"{DATASETS}/{ds['id']}"), 404, "DATASET_NOT_FOUND")
     resp = await client.get(DATASETS)
     assert resp.json()["datasets"]["count"] == 0
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         row = (await session.execute(select(Dataset))).scalar_one()
     assert row.deleted_at is not None  # soft: the row remains
 
@@ -129,7 +129,7 @@ async def test_deleting_a_dataset_hides_its_records(
     record_id = resp.json()["id"]
     await client.delete(f"{DATASETS}/{ds['id']}")
     obs_error(await client.get(f"{RECORDS}/{record_id}"), 404, "DATASET_RECORD_NOT_FOUND")
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         assert (await session.execute(select(DatasetRecord))).scalar_one().id == record_id
 
 

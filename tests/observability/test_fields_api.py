@@ -17,7 +17,7 @@ async def seeded(app: FastAPI, client: httpx.AsyncClient, other: TenantKey) -> T
     await seed_events(app, client)
     async with make_client(app, other.key) as foreign:
         await make_event(foreign, "corr-X", "foreign", {"team": "green", "secret": "s"})
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
     return other
 
 

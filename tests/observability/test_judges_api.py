@@ -10,9 +10,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability import judging
-from maestrale.observability.judges_schemas import ClassificationOutput, RegressionOutput
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.observability.judges import judging
+from maestrale.observability.judges.schemas import ClassificationOutput, RegressionOutput
 from tests.observability.events_seed import obs_error, seed_events
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -151,8 +151,8 @@ async def test_live_judging_of_messages(app: FastAPI, client: httpx.AsyncClient)
     )
     assert resp.json() == {"analysis": "echo", "answer": 1.0}
     # The judge's calls went through the gateway: recorded as events of source "judge".
-    await app.state.recorder.flush()
-    async with app.state.db.session() as session:
+    await app.state.services.recorder.flush()
+    async with app.state.services.db.session() as session:
         events = (
             (
                 await session.execute(

@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from sqlalchemy import func, select, update
 from sqlalchemy import text as sql
 
-from maestrale.observability import similar_vectors
-from maestrale.observability.tables import EventEmbedding
+from maestrale.observability.events import vector_repository as similar_vectors
+from maestrale.observability.events.tables import EventEmbedding
 from tests.observability.events_seed import make_event, obs_error
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -42,7 +42,7 @@ async def test_similar_events_rank_by_conversation(
         await make_event(client, correlation, text, {})
     async with make_client(app, other.key) as foreign:
         await make_event(foreign, "foreign", "my cat sleeps on the warm sofa all day", {})
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
     ids = await ids_by_correlation(client)
     url = f"/v1/observability/chat-completion-events/{ids['cats-1']}/similar-events"
     resp = await client.get(url)
@@ -51,13 +51,13 @@ async def test_similar_events_rank_by_conversation(
     ranked = [e["correlation_id"] for e in results]
     assert ranked[0] == "cats-2"
     assert "cats-1" not in ranked and "foreign" not in ranked
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         count = (await session.execute(select(func.count()).select_from(EventEmbedding))).scalar()
     assert count == 4
     # Computed once: a second request embeds nothing new and gives the same answer.
     again = await client.get(url)
     assert [e["correlation_id"] for e in again.json()["completion_events"]["results"]] == ranked
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         recount = (await session.execute(select(func.count()).select_from(EventEmbedding))).scalar()
     assert recount == 4
     async with make_client(app, other.key) as foreign:
@@ -71,7 +71,7 @@ async def test_similar_events_rank_by_conversation(
 
 async def test_similar_events_of_a_lone_event(app: FastAPI, client: httpx.AsyncClient) -> None:
     await make_event(client, "alone", "hello", {})
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
     ids = await ids_by_correlation(client)
     resp = await client.get(
         f"/v1/observability/chat-completion-events/{ids['alone']}/similar-events"
@@ -88,7 +88,7 @@ async def _seed_conversations(app: FastAPI, client: httpx.AsyncClient) -> dict[s
     }
     for correlation, text in texts.items():
         await make_event(client, correlation, text, {})
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
     return await ids_by_correlation(client)
 
 
@@ -108,7 +108,7 @@ async def test_similar_events_search_the_stored_vectors(
     assert await ranked(client, ids["cats-1"]) == first
     # Give "tax" the stored vector of "cats-1": it becomes the nearest, so the answer comes
     # from the stored vectors (normalised float32), not from a fresh embedding.
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         stored = (
             await session.execute(
                 select(EventEmbedding.vector).where(EventEmbedding.event_id == ids["cats-1"])
@@ -129,11 +129,11 @@ async def test_similar_events_embed_lazily_within_the_limit(
     ids = await _seed_conversations(app, client)
     async with make_client(app, other.key) as foreign:
         await make_event(foreign, "foreign", "the cat sleeps on the sofa", {})
-    await app.state.recorder.flush()
+    await app.state.services.recorder.flush()
     app.state.settings.similar_events_embed_limit = 1
 
     async def stored() -> dict[str, int]:
-        async with app.state.db.session() as session:
+        async with app.state.services.db.session() as session:
             rows = await session.execute(
                 select(EventEmbedding.workspace_id, func.count()).group_by(
                     EventEmbedding.workspace_id
@@ -157,7 +157,7 @@ async def test_similar_events_with_pgvector(
 ) -> None:
     if not database_url.startswith("postgresql"):
         pytest.skip("pgvector is a Postgres extension")
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         available = await session.scalar(
             sql("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
         )
@@ -165,10 +165,10 @@ async def test_similar_events_with_pgvector(
         pytest.skip("the pgvector extension is not available on this Postgres server")
     ids = await _seed_conversations(app, client)
     assert (await ranked(client, ids["cats-1"]))[0] == "cats-2"
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         installed = await session.scalar(sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'"))
     if not installed:
         pytest.skip("pgvector is available but this role may not CREATE EXTENSION vector")
-    async with app.state.db.session() as session:
+    async with app.state.services.db.session() as session:
         count = await session.scalar(sql(f"SELECT count(*) FROM {similar_vectors.PGVECTOR_TABLE}"))
     assert count == 4

@@ -34,7 +34,7 @@ async def rapid() -> AsyncIterator[Any]:
 def use_engine(app: FastAPI, model_id: str, engine: object) -> None:
     """Serve `model_id` (and its aliases) with an engine loaded once for the module, rather than
     the app's own, which would load its models again for every test."""
-    registry = app.state.engines
+    registry = app.state.services.engines
     resolved = registry.resolve(model_id)
     assert resolved is not None, f"{model_id} is not in the catalog"
     spec: ModelSpec = resolved.spec

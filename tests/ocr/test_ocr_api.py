@@ -193,7 +193,7 @@ async def test_uploaded_file_and_other_workspace(
     response = await ocr(ocr_client, document={"type": "file", "file_id": file_id}, pages=[0])
     assert response.status_code == 200, response.text
     assert response.json()["pages"][0]["markdown"].startswith(f"# {samples.HEADING}")
-    other = await create_tenant(ocr_app.state.db)
+    other = await create_tenant(ocr_app.state.services.db)
     async with make_client(ocr_app, other.key) as foreign:
         response = await ocr(foreign, document={"type": "file", "file_id": file_id})
         assert response.status_code == 404
@@ -299,8 +299,8 @@ async def test_usage_is_recorded_with_pages(ocr_app: FastAPI, text_pdf: bytes) -
     async with make_client(ocr_app) as client:
         response = await ocr(client, document=pdf_document(text_pdf))
         assert response.status_code == 200
-    await ocr_app.state.recorder.flush()
-    async with ocr_app.state.db.session() as session:
+    await ocr_app.state.services.recorder.flush()
+    async with ocr_app.state.services.db.session() as session:
         rows = (await session.execute(select(UsageRecord))).scalars().all()
     ocr_rows = [row for row in rows if row.endpoint == "ocr"]
     assert len(ocr_rows) == 1

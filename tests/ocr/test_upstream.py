@@ -110,12 +110,12 @@ async def test_request_goes_up_and_answer_comes_back(
         assert failed.status_code == 502
         assert failed.json()["code"] == "upstream_error"
 
-    await upstream_app.state.recorder.flush()
+    await upstream_app.state.services.recorder.flush()
     from sqlalchemy import select
 
     from maestrale.accounting.tables import UsageRecord
 
-    async with upstream_app.state.db.session() as session:
+    async with upstream_app.state.services.db.session() as session:
         rows = (await session.execute(select(UsageRecord))).scalars().all()
     ocr_rows = sorted((r for r in rows if r.endpoint == "ocr"), key=lambda r: r.status_code)
     assert [(r.status_code, r.pages) for r in ocr_rows] == [(200, 2), (500, 0)]

@@ -35,6 +35,7 @@ def test_settings(database_url: str, data_dir: Path, **overrides: object) -> Set
         "worker": False,
         "auto_migrate": False,
         "gc_freeze": False,
+        "strict_connections": True,
         "log_json": False,
     }
     values.update(overrides)
@@ -89,9 +90,9 @@ async def create_tenant(db: Database, name: str = "other") -> TenantKey:
 @pytest.fixture
 async def tenant(app: FastAPI) -> Tenant:
     """The bootstrap workspace, whose key is API_KEY."""
-    return await default_tenant(app.state.db)
+    return await default_tenant(app.state.services.db)
 
 
 @pytest.fixture
 async def other(app: FastAPI) -> TenantKey:
-    return await create_tenant(app.state.db)
+    return await create_tenant(app.state.services.db)

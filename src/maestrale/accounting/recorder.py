@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.db import Database, is_data_error
-from maestrale.observability.tables import ChatCompletionEvent
+from maestrale.observability.events.tables import ChatCompletionEvent
 
 log = logging.getLogger("maestrale.accounting")
 

@@ -1,9 +1,10 @@
-"""What every admin handler works with: the request's session, the calling admin key's
-organization, the audit log and the caches to invalidate once the change is committed."""
+"""What every admin service works with: the request's unit of work, the calling admin key's
+organization, the audit log and the caches to invalidate once the change is committed; and the
+paging of admin lists."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -13,17 +14,28 @@ from maestrale.admin.audit import audit_entry
 from maestrale.core.auth.dependencies import AdminAuth
 from maestrale.core.auth.invalidation import Invalidation, Invalidator
 from maestrale.core.auth.principal import Principal
-from maestrale.core.pagination import MAX_PAGE_SIZE
-from maestrale.core.routing import DbSession
+from maestrale.core.pagination import MAX_PAGE_SIZE, PageParams
+from maestrale.core.routing import Work
+from maestrale.core.uow import UnitOfWork
+from maestrale.dependencies import app_services
 
 
-@dataclass
 class AdminContext:
-    session: AsyncSession
-    principal: Principal
-    invalidator: Invalidator
-    actor: str = "admin_api"
-    _pending: list[Invalidation] = field(default_factory=list)
+    def __init__(
+        self,
+        work: UnitOfWork,
+        principal: Principal,
+        invalidator: Invalidator,
+        actor: str = "admin_api",
+    ) -> None:
+        self.work = work
+        self.principal = principal
+        self.invalidator = invalidator
+        self.actor = actor
+
+    @property
+    def session(self) -> AsyncSession:
+        return self.work.session
 
     @property
     def organization_id(self) -> str:
@@ -54,42 +66,29 @@ class AdminContext:
         )
 
     def invalidate(self, *items: Invalidation) -> None:
-        self._pending.extend(items)
+        """Drop the affected cache entries here and on every replica once the change has
+        committed.
 
-    async def commit(self) -> None:
-        """Commit, then drop the affected cache entries here and on every replica.
-
-        In that order: a replica that re-read a key before the commit would cache it as valid.
+        Only then: a replica that re-read a key before the commit would cache it as valid. A
+        rolled-back change publishes nothing.
         """
-        await self.session.commit()
-        pending, self._pending = self._pending, []
-        await self.invalidator.publish(pending)
+        if items:
+            self.work.on_commit(partial(self.invalidator.publish, items))
 
 
-async def admin_context(request: Request, principal: AdminAuth, session: DbSession) -> AdminContext:
-    return AdminContext(session, principal, request.app.state.invalidator)
+async def admin_context(request: Request, principal: AdminAuth, work: Work) -> AdminContext:
+    return AdminContext(work, principal, app_services(request).invalidator)
 
 
 Admin = Annotated[AdminContext, Depends(admin_context)]
 
 
-@dataclass(frozen=True, slots=True)
-class Paging:
-    """Admin lists: `page` counted from 1, `page_size` up to 1000."""
-
-    page: int
-    page_size: int
-
-    @property
-    def offset(self) -> int:
-        return (self.page - 1) * self.page_size
-
-
 async def paging(
     page: Annotated[int, Query(ge=1, description="page number, from 1")] = 1,
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
-) -> Paging:
-    return Paging(page, page_size)
+) -> PageParams:
+    """Admin lists: `page` counted from 1, `page_size` up to 1000 (out of range: a 422)."""
+    return PageParams(page, page_size, first_page=1)
 
 
-Pages = Annotated[Paging, Depends(paging)]
+Pages = Annotated[PageParams, Depends(paging)]

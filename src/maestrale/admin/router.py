@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from fastapi import Depends
 
-from maestrale.admin.billing_router import router as billing_router
-from maestrale.admin.groups_router import router as groups_router
-from maestrale.admin.keys_router import router as keys_router
-from maestrale.admin.users_router import router as users_router
-from maestrale.admin.workspaces_router import router as workspaces_router
+from maestrale.admin.billing.router import router as billing_router
+from maestrale.admin.groups.router import router as groups_router
+from maestrale.admin.keys.router import router as keys_router
+from maestrale.admin.users.router import router as users_router
+from maestrale.admin.workspaces.router import router as workspaces_router
 from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.errors import NotFound
 from maestrale.core.routing import domain_router

@@ -9,13 +9,13 @@ from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maestrale.agents.service import AgentService
-from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.completions.router import respond_chat
 from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Message
 from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.errors import BadRequest
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import Work, domain_router
 from maestrale.engines.dependencies import Engines
+from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.guardrails.schemas import Guardrails, stored
 
 router = domain_router(prefix="/agents", tags=["agents"])
@@ -33,10 +33,13 @@ class AgentCompletionRequest(BaseModel):
 
 
 def chat_request(
-    body: AgentCompletionRequest, model: str, instructions: str | None,
-    tools: list[dict[str, Any]], completion_args: dict[str, Any],
+    body: AgentCompletionRequest,
+    model: str,
+    instructions: str | None,
+    tools: list[dict[str, Any]],
+    completion_args: dict[str, Any],
     guardrails: list[dict[str, Any]] | None = None,
-) -> ChatCompletionRequest:  # fmt: skip
+) -> ChatCompletionRequest:
     """The chat request of an agent completion; the agent's guardrails and the request's all
     apply."""
     given = body.model_dump(exclude_unset=True, exclude={"agent_id", "messages", "guardrails"})
@@ -74,7 +77,7 @@ def chat_request(
 async def agent_completions(
     body: AgentCompletionRequest,
     request: Request,
-    session: DbSession,
+    work: Work,
     tenant: CurrentTenant,
     engines: Engines,
     gateway: GatewayDep,
@@ -84,11 +87,16 @@ async def agent_completions(
     """Deprecated: chat completion with the agent's current version (its model, instructions
     as a system message, tools and completion arguments); plain, or streamed as server-sent
     events ending with `data: [DONE]`."""
-    service = AgentService(session, tenant, engines)
+    service = AgentService(work.session, tenant, engines)
     agent = await service.agent(body.agent_id)
     version = await service.resolve_version(agent, None)
     chat = chat_request(
-        body, version.model, version.instructions, list(version.tools or []),
-        dict(version.completion_args or {}), version.guardrails,
-    )  # fmt: skip
+        body,
+        version.model,
+        version.instructions,
+        list(version.tools or []),
+        dict(version.completion_args or {}),
+        version.guardrails,
+    )
+    await work.release()  # no transaction open while the model answers
     return await respond_chat(request, gateway, caller, chat, correlation)

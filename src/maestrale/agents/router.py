@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import orjson
 from fastapi import Query, Response
 
 from maestrale.agents.schemas import (
@@ -16,7 +15,7 @@ from maestrale.agents.schemas import (
 )
 from maestrale.agents.service import AgentService
 from maestrale.core.auth.dependencies import CurrentTenant
-from maestrale.core.errors import BadRequest
+from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
 from maestrale.engines.dependencies import Engines
@@ -26,28 +25,13 @@ router = domain_router(prefix="/agents", tags=["agents"])
 Sources = Annotated[list[str] | None, Query()]
 
 
-def metadata_filter(raw: str | None) -> dict[str, str]:
-    """A JSON object of string values to match. Anything that is not a JSON object (such as the
-    SDK's unset sentinel) means no filter."""
-    if not raw:
-        return {}
-    try:
-        parsed: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    if not isinstance(parsed, dict):
-        return {}
-    if not all(isinstance(v, str) for v in parsed.values()):
-        raise BadRequest(
-            "metadata filter values must be strings", code="invalid_metadata", param="metadata"
-        )
-    return {str(k): v for k, v in parsed.items()}
-
-
 def _filters(
-    name: str | None, search: str | None, id_: str | None, deployment_chat: bool | None,
+    name: str | None,
+    search: str | None,
+    id_: str | None,
+    deployment_chat: bool | None,
     metadata: str | None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     return {
         "name": name,
         "search": search,
@@ -83,9 +67,10 @@ async def list_agents(
     """Deprecated: the workspace's agents, newest first, by page (counted from 0). Use
     `GET /v1/agents/pages`."""
     return await AgentService(session, tenant, engines).list_agents(
-        PageParams(page, page_size), sources,
+        PageParams(page, page_size),
+        sources,
         **_filters(name, search, id, deployment_chat, metadata),
-    )  # fmt: skip
+    )
 
 
 @router.get("/pages", response_model=AgentListPage)

@@ -184,9 +184,10 @@ class AgentService:
         agent = await self.agent(agent_id)
         if not version.lstrip("-").isdigit():
             raise BadRequest(
-                f"version must be an integer, not {version!r}", code="invalid_version",
+                f"version must be an integer, not {version!r}",
+                code="invalid_version",
                 param="version",
-            )  # fmt: skip
+            )
         row = await self.version_row(agent, int(version))
         return describe(agent, row, await self.repo.version_numbers(agent))
 
@@ -268,12 +269,17 @@ class AgentService:
         if changes.get("handoffs"):
             await self._check_handoffs(changes["handoffs"], agent.id)
         base = {
-            "model": current.model, "name": current.name, "instructions": current.instructions,
-            "tools": current.tools, "completion_args": current.completion_args,
-            "guardrails": current.guardrails, "description": current.description,
-            "handoffs": current.handoffs, "meta": current.meta,
+            "model": current.model,
+            "name": current.name,
+            "instructions": current.instructions,
+            "tools": current.tools,
+            "completion_args": current.completion_args,
+            "guardrails": current.guardrails,
+            "description": current.description,
+            "handoffs": current.handoffs,
+            "meta": current.meta,
             "deployment_chat": current.deployment_chat,
-        }  # fmt: skip
+        }
         row = await self._append_version(agent, {**base, **changes})
         return describe(agent, row, await self.repo.version_numbers(agent))
 
@@ -309,10 +315,13 @@ class AgentService:
         if row is None:
             row = await self.repo.add_alias(
                 AgentAlias(
-                    agent_id=agent.id, alias=alias, version=version, created_at=now,
+                    agent_id=agent.id,
+                    alias=alias,
+                    version=version,
+                    created_at=now,
                     updated_at=now,
                 )
-            )  # fmt: skip
+            )
         else:
             row.version, row.updated_at = version, now
             await self.session.flush()

@@ -113,9 +113,11 @@ async def read_body(
         raw = await _read_fields(body, max_bytes)
         try:
             pairs = parse_qsl(
-                raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False,
+                raw.decode("utf-8"),
+                keep_blank_values=True,
+                strict_parsing=False,
                 max_num_fields=1000,
-            )  # fmt: skip
+            )
         except (UnicodeDecodeError, ValueError) as exc:
             raise BadRequest(f"malformed form body: {exc}", code="invalid_form") from exc
         return parse_form(_collect(pairs)), None

@@ -11,14 +11,15 @@ from maestrale.audio.form import read_body
 from maestrale.audio.schemas import TranscriptionResponse
 from maestrale.audio.service import TranscriptionService, response_body
 from maestrale.audio.streaming import stream_transcription
-from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
-from maestrale.completions.responses import json_response
 from maestrale.config import Settings
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import BadRequest
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import Work, domain_router
+from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
+from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
+from maestrale.gateway.responses import json_response
 
 router = domain_router(tags=["audio"])
 
@@ -33,9 +34,10 @@ _FIELDS: dict[str, Any] = {
     "diarize": {"type": "boolean", "default": False},
     "context_bias": {"type": "array", "items": {"type": "string"}},
     "timestamp_granularities": {
-        "type": "array", "items": {"type": "string", "enum": ["segment", "word"]}
+        "type": "array",
+        "items": {"type": "string", "enum": ["segment", "word"]},
     },
-}  # fmt: skip
+}
 _BODY = {"type": "object", "required": ["model"], "properties": _FIELDS}
 _OPENAPI = {
     "requestBody": {
@@ -63,7 +65,7 @@ _OPENAPI = {
 )
 async def create_transcription(
     request: Request,
-    session: DbSession,
+    work: Work,
     principal: StandardAuth,
     caller: CallerDep,
     gateway: GatewayDep,
@@ -76,7 +78,7 @@ async def create_transcription(
     (accepted; local models do not label speakers, `speaker_id` is null) and `stream`.
 
     400 for audio that cannot be decoded, 413 for audio over the size or duration limit."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = app_services(request).settings
     length = request.headers.get("content-length")
     try:
         form, upload = await read_body(
@@ -87,9 +89,12 @@ async def create_transcription(
         )
     except ClientDisconnect as exc:
         raise BadRequest("the client went away during the upload", code="client_gone") from exc
-    files = FileService(session, Tenant.of(principal), principal.key_id, request.app.state.blobs)
+    files = FileService(
+        work.session, Tenant.of(principal), principal.key_id, app_services(request).blobs
+    )
     service = TranscriptionService(gateway, settings, files)
     call, engine_request = await service.prepare(caller, form, upload, correlation_id=correlation)
+    await work.release()  # the file is read: no transaction open while the model transcribes
     granularities = list(form.timestamp_granularities)
     if form.stream:
         return await stream_transcription(request, gateway, call, engine_request, granularities)

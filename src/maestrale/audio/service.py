@@ -12,19 +12,20 @@ from urllib.parse import unquote, urlsplit
 
 from maestrale.audio.form import UploadedAudio, audio_too_large
 from maestrale.audio.schemas import TranscriptionForm
-from maestrale.completions.gateway import Call, Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.config import Settings
 from maestrale.core.errors import BadRequest
 from maestrale.core.fetch import fetch_url
+from maestrale.engines.protocols import TranscriptionEngine
 from maestrale.engines.transcription_types import (
     Segment,
     TranscriptionRequest,
     TranscriptionResult,
 )
 from maestrale.files.service import FileNotFound, FileService
-
-ENDPOINT = "audio_transcriptions"
+from maestrale.gateway.call import Call, Report
+from maestrale.gateway.capabilities import TRANSCRIPTION
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 
 class MissingAudio(BadRequest):
@@ -45,15 +46,23 @@ def segment_chunks(segment: Segment, granularities: Sequence[str]) -> list[dict[
     if "word" in granularities and "segment" not in granularities and segment.words:
         return [
             {
-                "type": "transcription_segment", "text": word.text, "start": word.start,
-                "end": word.end, "score": word.score, "speaker_id": segment.speaker_id,
+                "type": "transcription_segment",
+                "text": word.text,
+                "start": word.start,
+                "end": word.end,
+                "score": word.score,
+                "speaker_id": segment.speaker_id,
             }
             for word in segment.words
-        ]  # fmt: skip
+        ]
     chunk: dict[str, Any] = {
-        "type": "transcription_segment", "text": segment.text, "start": segment.start,
-        "end": segment.end, "score": segment.score, "speaker_id": segment.speaker_id,
-    }  # fmt: skip
+        "type": "transcription_segment",
+        "text": segment.text,
+        "start": segment.start,
+        "end": segment.end,
+        "score": segment.score,
+        "speaker_id": segment.speaker_id,
+    }
     if "word" in granularities:
         chunk["words"] = [
             {"text": w.text, "start": w.start, "end": w.end, "score": w.score}
@@ -100,16 +109,18 @@ class TranscriptionService:
         upload: UploadedAudio | None,
         *,
         correlation_id: str,
-    ) -> tuple[Call, TranscriptionRequest]:
+    ) -> tuple[Call[TranscriptionEngine], TranscriptionRequest]:
         """The admitted call and the engine's request; 400 without audio (or with two sources),
         404 for an unknown model or file, 413 for audio over the size limit."""
         given = [
             name
             for name, value in (
-                ("file", upload), ("file_url", form.file_url), ("file_id", form.file_id)
+                ("file", upload),
+                ("file_url", form.file_url),
+                ("file_id", form.file_id),
             )
             if value is not None
-        ]  # fmt: skip
+        ]
         if not given:
             raise MissingAudio("send the audio as a `file` part, a `file_url` or a `file_id`")
         if len(given) > 1:
@@ -117,7 +128,9 @@ class TranscriptionService:
                 f"send only one of file, file_url and file_id (got {', '.join(given)})",
                 code="ambiguous_audio",
             )
-        call = await self.gateway.open(caller, form.model, ENDPOINT, correlation_id=correlation_id)
+        call = await self.gateway.open(
+            caller, form.model, TRANSCRIPTION, correlation_id=correlation_id
+        )
         audio = upload or await self._audio(form)
         if not audio.data:
             raise MissingAudio("the audio file is empty", param=given[0])
@@ -155,12 +168,14 @@ class TranscriptionService:
             data += chunk
         return UploadedAudio(bytes(data), row.filename, row.mimetype)
 
-    async def complete(self, call: Call, request: TranscriptionRequest) -> TranscriptionResult:
-        """Run the engine (failures mapped and accounted by the gateway) and account the call."""
-        result: TranscriptionResult = await self.gateway.invoke(
-            call, call.engine.transcribe(request), None, None
-        )
-        await self.gateway.finish(
-            call, None, None, None, result.usage, 200, audio_seconds=result.audio_seconds
-        )
-        return result
+    async def complete(
+        self, call: Call[TranscriptionEngine], request: TranscriptionRequest
+    ) -> TranscriptionResult:
+        """Run the engine through the gateway, which maps its failures and accounts for the call
+        with its audio seconds."""
+        return await self.gateway.run(call, lambda engine: engine.transcribe(request), report)
+
+
+def report(result: TranscriptionResult) -> Report:
+    """What a transcription reports to accounting: its tokens and the audio's seconds."""
+    return Report(result.usage, audio_seconds=result.audio_seconds)

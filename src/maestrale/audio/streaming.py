@@ -9,16 +9,15 @@ is abandoned by the client (status 499)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import Request, Response
 
-from maestrale.audio.service import response_body, segment_chunks
-from maestrale.completions.gateway import CLIENT_CLOSED, Call, Gateway, engine_failure
-from maestrale.completions.responses import OVERHEAD_HEADER, overhead_ms
+from maestrale.audio.service import report, response_body, segment_chunks
+from maestrale.core.errors import AppError
 from maestrale.core.sse import sse_event, sse_response
+from maestrale.engines.protocols import TranscriptionEngine
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     Segment,
@@ -26,21 +25,38 @@ from maestrale.engines.transcription_types import (
     TranscriptionRequest,
     TranscriptionResult,
 )
-from maestrale.engines.types import EngineError, Usage
+from maestrale.gateway.call import Call, Report
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.responses import OVERHEAD_HEADER, overhead_ms
 
 
 def _frame(data: dict[str, Any]) -> bytes:
     return sse_event(data, str(data["type"]))
 
 
+class _Tally:
+    """The accounting of a transcription stream: its last event, the whole result, if it came."""
+
+    __slots__ = ("result",)
+
+    def __init__(self) -> None:
+        self.result: TranscriptionResult | None = None
+
+    def add(self, item: TranscriptionEvent) -> None:
+        if isinstance(item, TranscriptionResult):
+            self.result = item
+
+    def report(self) -> Report:
+        return Report() if self.result is None else report(self.result)
+
+
 class _Frames:
-    """Turns engine events into SSE frames, remembering what the accounting needs."""
+    """Turns engine events into SSE frames."""
 
     def __init__(self, model: str, granularities: Sequence[str]) -> None:
         self.model = model
         self.granularities = granularities
         self.texts = 0
-        self.result: TranscriptionResult | None = None
 
     def of(self, event: TranscriptionEvent) -> list[bytes]:
         if isinstance(event, LanguageDetected):
@@ -55,7 +71,6 @@ class _Frames:
                 chunk.pop("score", None)
                 frames.append(_frame(chunk))
             return frames
-        self.result = event
         body = response_body(self.model, event, self.granularities)
         return [_frame({**body, "type": "transcription.done"})]
 
@@ -63,50 +78,36 @@ class _Frames:
 async def stream_transcription(
     request: Request,
     gateway: Gateway,
-    call: Call,
+    call: Call[TranscriptionEngine],
     engine_request: TranscriptionRequest,
     granularities: Sequence[str],
 ) -> Response:
-    events: AsyncIterator[TranscriptionEvent] = call.engine.transcribe_stream(engine_request)
-    started = time.perf_counter()
-    try:
-        first = await anext(events)
-    except StopAsyncIteration:
-        first = None
-    except EngineError as exc:
-        call.engine_seconds = time.perf_counter() - started
-        await gateway.finish(call, None, None, None, None, exc.status)
-        raise engine_failure(exc, call.model) from exc
+    """The transcription of `engine_request` as server-sent events (see the module's
+    docstring); the gateway accounts for the call with its audio seconds."""
+    first, rest = await gateway.stream(
+        call, lambda engine: engine.transcribe_stream(engine_request), _Tally()
+    )
     shaper = _Frames(call.model, granularities)
 
     async def frames() -> AsyncIterator[bytes]:
-        status = CLIENT_CLOSED  # unless the stream reaches its end or fails
         try:
             if first is not None:
                 for frame in shaper.of(first):
                     yield frame
-                async for event in events:
-                    for frame in shaper.of(event):
-                        yield frame
-            status = 200
-        except EngineError as exc:
-            status = exc.status
-            error = engine_failure(exc, call.model)
+            async for event in rest:
+                for frame in shaper.of(event):
+                    yield frame
+        except AppError as exc:  # the engine failed after the first event (mapped, accounted)
             yield _frame(
-                {"type": "transcription.error", "message": error.message,
-                 "code": error.code, "status": error.status_code}
-            )  # fmt: skip
+                {
+                    "type": "transcription.error",
+                    "message": exc.message,
+                    "code": exc.code,
+                    "status": exc.status_code,
+                }
+            )
         finally:
-            call.engine_seconds = time.perf_counter() - started
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
-            result = shaper.result
-            await gateway.finish(
-                call, None, None, None,
-                result.usage if result else Usage(), status,
-                audio_seconds=result.audio_seconds if result else 0.0,
-            )  # fmt: skip
+            await rest.aclose()  # accounted now, also when the client went away (499)
 
     response = sse_response(frames())
     response.headers[OVERHEAD_HEADER] = overhead_ms(request, call)

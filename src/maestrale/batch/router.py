@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-import orjson
 from fastapi import Query, Request
 
 from maestrale.batch.schemas import BatchJobCreate, BatchJobDeleted, BatchJobList, BatchJobOut
@@ -13,41 +12,38 @@ from maestrale.batch.service import BatchService
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.jobs.queue import JobQueue
+from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import DbSession, Work, domain_router
+from maestrale.dependencies import app_services
 
 router = domain_router(prefix="/batch/jobs", tags=["batch"])
 
-LIST_PARAMS = frozenset(
-    {"page", "page_size", "model", "agent_id", "metadata", "created_after", "created_by_me",
-     "status", "order_by"}
-)  # fmt: skip
+# The list's own parameters; any other is a metadata key (see `_metadata_wanted`).
+_OWN_PARAMS = "page page_size model agent_id metadata created_after created_by_me status order_by"
+LIST_PARAMS = frozenset(_OWN_PARAMS.split())
 
 
 def _service(request: Request, session: DbSession, principal: Principal) -> BatchService:
-    state = request.app.state
+    services = app_services(request)
     return BatchService(
-        session, Tenant.of(principal), principal.key_id,
-        blobs=state.blobs, gateway=state.gateway, queue=JobQueue(state.db),
-    )  # fmt: skip
+        session,
+        Tenant.of(principal),
+        principal.key_id,
+        blobs=services.blobs,
+        gateway=services.gateway,
+        queue=JobQueue(services.db),
+    )
 
 
-def metadata_filter(request: Request) -> dict[str, str]:
-    """Metadata to match: a JSON object in `metadata`, and every query parameter that is not
-    one of the list's own (the SDK sends a metadata map as separate parameters)."""
-    wanted: dict[str, str] = {}
-    for name, value in request.query_params.multi_items():
-        if name not in LIST_PARAMS:
-            wanted[name] = value
+def _metadata_wanted(request: Request) -> dict[str, str]:
+    """Metadata to match: every query parameter that is not one of the list's own (the SDK sends
+    a metadata map as separate parameters), and a JSON object in `metadata`, whose values that
+    are not strings are matched as their JSON text (as the separate parameters would carry
+    them)."""
+    wanted = {k: v for k, v in request.query_params.multi_items() if k not in LIST_PARAMS}
     raw = request.query_params.get("metadata")
-    if raw:
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):  # anything else (e.g. an SDK's unset sentinel): no filter
-            wanted.update({str(k): v if isinstance(v, str) else orjson.dumps(v).decode()
-                           for k, v in parsed.items()})  # fmt: skip
+    wanted.update(metadata_filter(raw, non_string="stringify"))
     return wanted
 
 
@@ -56,7 +52,8 @@ async def create_batch_job(
     body: BatchJobCreate, request: Request, session: DbSession, principal: StandardAuth
 ) -> BatchJobOut:
     """Create a batch job over an endpoint (`/v1/chat/completions`, `/v1/fim/completions`,
-    `/v1/embeddings`): its requests are the lines `{"custom_id", "body"}` of the JSONL
+    `/v1/embeddings`, `/v1/moderations`, `/v1/chat/moderations`, `/v1/classifications`,
+    `/v1/chat/classifications`): its requests are the lines `{"custom_id", "body"}` of the JSONL
     `input_files`, then the inline `requests`; `model` applies to every line. The job runs in
     the background; its results go to an output file and an error file."""
     service = _service(request, session, principal)
@@ -83,7 +80,7 @@ async def list_batch_jobs(
         PageParams(page, page_size),
         model=model,
         agent_id=agent_id,
-        metadata=metadata_filter(request),
+        metadata=_metadata_wanted(request),
         created_after=created_after,
         created_by_me=created_by_me,
         statuses=status or [],
@@ -118,9 +115,9 @@ async def cancel_batch_job(
 
 @router.delete("/{job_id}", response_model=BatchJobDeleted)
 async def delete_batch_job(
-    job_id: str, request: Request, session: DbSession, principal: StandardAuth
+    job_id: str, request: Request, work: Work, principal: StandardAuth
 ) -> BatchJobDeleted:
     """Delete a job and its recorded results (a running job stops); its output and error files
     remain until deleted."""
-    await _service(request, session, principal).delete(job_id)
+    await _service(request, work.session, principal).delete(job_id, work.on_commit)
     return BatchJobDeleted(id=job_id)

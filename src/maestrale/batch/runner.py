@@ -15,14 +15,14 @@ from typing import Any
 
 import orjson
 
+from maestrale.batch.endpoints import execute
 from maestrale.batch.progress import DoneLines, Progress
 from maestrale.batch.tables import BatchJob, BatchStatus
-from maestrale.completions.execute import execute
-from maestrale.completions.hooks import Caller
 from maestrale.core.clock import as_utc, utcnow
 from maestrale.core.errors import INTERNAL_ERROR, AppError, error_body
 from maestrale.core.jobs.worker import JobContext
 from maestrale.files.lines import TOO_LONG, iter_lines
+from maestrale.gateway.hooks import Caller
 from maestrale.services import Services
 
 log = logging.getLogger("maestrale.batch")
@@ -153,7 +153,7 @@ class BatchRun:
     async def _lines(self) -> AsyncGenerator[tuple[int, bytes]]:
         """Every line of the job, numbered from 0: the input files in order, then the inline
         requests."""
-        keys = await self.progress.input_keys(list(self.batch.input_files or []))
+        keys = await self.progress.input_keys(self.batch)
         sources: list[tuple[str, str]] = []
         for file_id in self.batch.input_files or []:
             if file_id not in keys:
@@ -202,15 +202,22 @@ class BatchRun:
         self.pending.append(row)
 
     async def _call(self, body: dict[str, Any], custom_id: str) -> dict[str, Any]:
+        """The line's answer, as the live endpoint gives it. It runs in the line's own task,
+        which holds no database connection (results are recorded by the flusher's task)."""
+        # JSONB refuses NUL: the event keeps the custom_id without it.
+        extra = {"batch_id": self.batch.id, "custom_id": custom_id.replace("\x00", "")}
         delay = RATE_LIMIT_DELAY
         for attempt in range(RATE_LIMIT_RETRIES + 1):
             try:
                 return await execute(
-                    self.services.gateway, self.caller, self.batch.endpoint, body,
-                    correlation_id=self.batch.id, source="batch",
-                    # JSONB refuses NUL: the event keeps the custom_id without it.
-                    extra={"batch_id": self.batch.id, "custom_id": custom_id.replace("\x00", "")},
-                )  # fmt: skip
+                    self.services.gateway,
+                    self.caller,
+                    self.batch.endpoint,
+                    body,
+                    correlation_id=self.batch.id,
+                    source="batch",
+                    extra=extra,
+                )
             except AppError as exc:
                 # Rate limits are the deployment's, not the line's: wait and try again.
                 if exc.status_code != 429 or attempt == RATE_LIMIT_RETRIES:

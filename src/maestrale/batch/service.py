@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.batch.endpoints import ENDPOINTS
 from maestrale.batch.repository import BatchRepository
 from maestrale.batch.schemas import BatchErrorOut, BatchJobCreate, BatchJobOut
 from maestrale.batch.tables import BatchJob, BatchStatus
 from maestrale.batch.tasks import ATTEMPTS, KIND
-from maestrale.completions.execute import EXECUTORS
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.blobs import BlobStore
 from maestrale.core.clock import utcnow
@@ -25,7 +24,10 @@ from maestrale.core.ids import new_id
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.jobs.tables import JobStatus
 from maestrale.core.pagination import PageParams
+from maestrale.core.uow import AfterCommit
 from maestrale.files.repository import FileRepository
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 MAX_TIMEOUT_HOURS = 168
 INLINE_MAX_LINES = 10_000
@@ -55,24 +57,26 @@ class BatchService:
         self.repo = BatchRepository(session, tenant)
 
     async def create(self, body: BatchJobCreate) -> BatchJob:
-        if body.endpoint not in EXECUTORS:
-            supported = ", ".join(EXECUTORS)
+        if body.endpoint not in ENDPOINTS:
+            supported = ", ".join(ENDPOINTS)
             raise InvalidBatch(
                 f"endpoint {body.endpoint!r} cannot be run in batch (supported: {supported})",
-                code="unsupported_endpoint", param="endpoint",
-            )  # fmt: skip
+                code="unsupported_endpoint",
+                param="endpoint",
+            )
         if body.agent_id is not None:
             raise InvalidBatch(
-                "agent batches need the agents API, which this server does not serve yet; "
-                "give `model` instead", code="agents_unavailable", param="agent_id",
-            )  # fmt: skip
+                "batch jobs of agent requests are not supported yet; give `model` instead",
+                code="agents_unavailable",
+                param="agent_id",
+            )
         if not body.model:
             raise InvalidBatch("give the `model` the lines run on", param="model")
         if not 1 <= body.timeout_hours <= MAX_TIMEOUT_HOURS:
             raise InvalidBatch(
                 f"timeout_hours must be between 1 and {MAX_TIMEOUT_HOURS}", param="timeout_hours"
             )
-        capability, _ = EXECUTORS[body.endpoint]
+        capability = ENDPOINTS[body.endpoint].capability
         caller = Caller(
             self.tenant.organization_id, self.tenant.workspace_id, self.key_id, self.tenant.user_id
         )
@@ -92,18 +96,32 @@ class BatchService:
                 param="input_files",
             )
         row = BatchJob(
-            id=batch_id, user_id=self.tenant.user_id, key_id=self.key_id,
-            endpoint=body.endpoint, model=body.model, agent_id=None, input_files=input_files,
-            requests_blob=requests_blob, meta=body.metadata, timeout_hours=body.timeout_hours,
-            status=BatchStatus.QUEUED, total_requests=total, errors=[], created_at=utcnow(),
-        )  # fmt: skip
+            id=batch_id,
+            user_id=self.tenant.user_id,
+            key_id=self.key_id,
+            endpoint=body.endpoint,
+            model=body.model,
+            agent_id=None,
+            input_files=input_files,
+            requests_blob=requests_blob,
+            meta=body.metadata,
+            timeout_hours=body.timeout_hours,
+            status=BatchStatus.QUEUED,
+            total_requests=total,
+            errors=[],
+            created_at=utcnow(),
+        )
         await self.repo.add(row)  # first: a value the database refuses leaves no blob behind
         if requests_blob is not None:
             await self.blobs.put(requests_blob, _jsonl(body))
         job = await self.queue.enqueue(
-            self.session, KIND, {"batch_id": batch_id}, tenant=self.tenant,
-            max_attempts=ATTEMPTS, dedupe_key=f"batch:{batch_id}",
-        )  # fmt: skip
+            self.session,
+            KIND,
+            {"batch_id": batch_id},
+            tenant=self.tenant,
+            max_attempts=ATTEMPTS,
+            dedupe_key=f"batch:{batch_id}",
+        )
         row.job_id = job.id
         await self.session.flush()
         return row
@@ -145,9 +163,12 @@ class BatchService:
         status = BatchStatus.CANCELLED if cancelled else BatchStatus.FAILED
         message = f"the job stopped: {job.last_error or job.status}"
         await self.repo.set_status(
-            row, row.status, status=status, completed_at=utcnow(),
+            row,
+            row.status,
+            status=status,
+            completed_at=utcnow(),
             errors=[*row.errors, {"message": message[:2000], "count": 1}],
-        )  # fmt: skip
+        )
         return row
 
     async def describe(self, row: BatchJob, *, inline: bool) -> BatchJobOut:
@@ -162,8 +183,9 @@ class BatchService:
             raise InvalidBatch(
                 f"the job has {row.completed_requests} results; inline results stop at "
                 f"{INLINE_MAX_LINES}: download output_file and error_file instead",
-                code="too_many_inline_results", param="inline",
-            )  # fmt: skip
+                code="too_many_inline_results",
+                param="inline",
+            )
         outputs: list[dict[str, Any]] = []
         errors: list[BatchErrorOut] = []
         for result in await self.repo.results(row, INLINE_MAX_LINES):
@@ -192,13 +214,19 @@ class BatchService:
         if unknown:
             raise BadRequest(
                 f"unknown status {unknown[0]!r} (known: {', '.join(sorted(BatchStatus.ALL))})",
-                code="invalid_status", param="status",
-            )  # fmt: skip
+                code="invalid_status",
+                param="status",
+            )
         return await self.repo.page(
-            page, model=model, agent_id=agent_id, metadata=metadata,
-            created_after=created_after, statuses=statuses, newest_first=newest_first,
+            page,
+            model=model,
+            agent_id=agent_id,
+            metadata=metadata,
+            created_after=created_after,
+            statuses=statuses,
+            newest_first=newest_first,
             creator=self.repo.created_by(self.key_id) if created_by_me else None,
-        )  # fmt: skip
+        )
 
     async def cancel(self, batch_id: str) -> BatchJob:
         """QUEUED → CANCELLED at once; RUNNING → CANCELLATION_REQUESTED (no new line starts,
@@ -215,15 +243,18 @@ class BatchService:
             )
         return row
 
-    async def delete(self, batch_id: str) -> None:
+    async def delete(self, batch_id: str, on_commit: Callable[[AfterCommit], None]) -> None:
         """Delete the job and its results (its output and error files stay); a running job
-        stops."""
+        stops. The blob of its inline requests goes once the deletion has committed."""
         row = await self.get(batch_id)
         if row.job_id is not None:
             await self.queue.request_cancel(self.session, row.job_id)
         await self.repo.delete(row)
         if row.requests_blob:
-            await self.blobs.delete(row.requests_blob)
+            on_commit(partial(self._drop_blob, row.requests_blob))
+
+    async def _drop_blob(self, key: str) -> None:
+        await self.blobs.delete(key)
 
 
 async def _jsonl(body: BatchJobCreate) -> AsyncIterator[bytes]:

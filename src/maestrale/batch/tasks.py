@@ -1,10 +1,11 @@
 """The `batch.run` job: run a batch job's lines, then assemble its output and error files from
-the recorded results and give it its final status, in the job's completion transaction."""
+the recorded results and give it its final status, in the job's completion unit of work."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -12,14 +13,19 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.batch.progress import Progress, finish
+from maestrale.batch.progress import Progress
+from maestrale.batch.repository import BatchRunRepository
 from maestrale.batch.runner import BatchRun
 from maestrale.batch.tables import BatchJob, BatchStatus
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.blobs import CHUNK
 from maestrale.core.clock import as_utc, utcnow
 from maestrale.core.jobs.worker import JobContext, JobInterrupted, JobRegistry, describe_error
+from maestrale.files.repository import WorkspaceFiles
 from maestrale.files.tables import StoredFile
 from maestrale.services import Services
+
+log = logging.getLogger("maestrale.batch")
 
 KIND = "batch.run"
 ATTEMPTS = 10
@@ -63,18 +69,13 @@ class BatchTasks:
             raise
         except Exception as exc:
             if ctx.attempt >= ctx.max_attempts:
-                message = f"the job failed: {describe_error(exc, ctx.payload)}"
-                async with ctx.db.session() as session:
-                    await finish(
-                        session, batch.id, status=BatchStatus.FAILED, output_file=None,
-                        error_file=None, errors=[{"message": message[:2000], "count": 1}],
-                    )  # fmt: skip
+                await progress.fail(f"the job failed: {describe_error(exc, ctx.payload)}")
             raise
 
     async def _finish(
         self, ctx: JobContext, progress: Progress, reason: str, errors: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        batch = None if reason == "deleted" else await progress.reload()
+        batch = None if reason == "deleted" else await progress.load()
         if batch is None:
             return {"status": "deleted"}
         if reason in STOPPED:
@@ -90,21 +91,35 @@ class BatchTasks:
         if batch.failed_requests:
             files.append(await self._assemble(batch, progress, ok=False))
         by_kind = {f.sample_type: f.id for f in files}
-        blobs = self.services.blobs
+        orphans: list[str] = []
 
         async def effects(session: AsyncSession) -> None:
-            done = await finish(
-                session, batch.id, status=status, output_file=by_kind.get("batch_result"),
-                error_file=by_kind.get("batch_error"), errors=errors, failure_summary=summary,
-            )  # fmt: skip
-            if done:
-                session.add_all(files)
-            else:  # deleted meanwhile: its files have no owner
-                for f in files:
-                    await blobs.delete(f.blob_key)
+            done = await BatchRunRepository(session, batch.id).finish(
+                status=status,
+                output_file=by_kind.get("batch_result"),
+                error_file=by_kind.get("batch_error"),
+                errors=errors,
+                failure_summary=summary,
+            )
+            if not done:  # deleted meanwhile: its files have no owner
+                orphans.extend(f.blob_key for f in files)
+                return
+            owned = WorkspaceFiles(session, Tenant(batch.organization_id, batch.workspace_id))
+            for f in files:
+                await owned.add(f)
 
         ctx.on_complete(effects)
+        ctx.after_complete(lambda: self._drop(orphans))
         return {"status": status, "completed": batch.completed_requests}
+
+    async def _drop(self, keys: list[str]) -> None:
+        """Remove blobs nothing points to (after the commit: never a file row without its blob);
+        a blob left behind is harmless, so a failure is only logged."""
+        for key in keys:
+            try:
+                await self.services.blobs.delete(key)
+            except Exception:
+                log.warning("could not remove the orphaned blob %s", key, exc_info=True)
 
     async def _assemble(self, batch: BatchJob, progress: Progress, *, ok: bool) -> StoredFile:
         """Write the output (or error) file from the recorded results, in line order."""
@@ -131,13 +146,23 @@ class BatchTasks:
 
         size = await self.services.blobs.put(key, chunks())
         return StoredFile(
-            id=file_id, organization_id=batch.organization_id, workspace_id=batch.workspace_id,
-            user_id=batch.user_id, key_id=batch.key_id, visibility="workspace",
-            filename=f"{batch.id}_{kind}.jsonl", purpose="batch",
-            sample_type="batch_result" if ok else "batch_error", source="service", size=size,
-            num_lines=lines, mimetype="application/jsonl", signature=digest.hexdigest(),
-            blob_key=key, created_at=utcnow(),
-        )  # fmt: skip
+            id=file_id,
+            organization_id=batch.organization_id,
+            workspace_id=batch.workspace_id,
+            user_id=batch.user_id,
+            key_id=batch.key_id,
+            visibility="workspace",
+            filename=f"{batch.id}_{kind}.jsonl",
+            purpose="batch",
+            sample_type="batch_result" if ok else "batch_error",
+            source="service",
+            size=size,
+            num_lines=lines,
+            mimetype="application/jsonl",
+            signature=digest.hexdigest(),
+            blob_key=key,
+            created_at=utcnow(),
+        )
 
 
 def register(registry: JobRegistry, services: Services) -> None:

@@ -1,5 +1,5 @@
 """Batch executors of the four endpoints: one JSON body in, the endpoint's response body out,
-validated, limited and accounted exactly as the live endpoint (see `completions.execute`)."""
+validated, limited and accounted exactly as the live endpoint (see `gateway.executors`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,13 @@ from maestrale.classifiers.schemas import (
     ChatModerationRequest,
     TextsRequest,
 )
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.core.validation import parse_body
+from maestrale.gateway.capabilities import CLASSIFICATIONS, MODERATIONS
+from maestrale.gateway.executors import Endpoint, Executor
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 ChatTexts = ChatModerationRequest | ChatClassificationRequest
-Executor = Callable[
-    [Gateway, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[dict[str, Any]]
-]
 Run = Callable[..., Awaitable[tuple[Any, dict[str, Any]]]]
 
 
@@ -28,14 +27,19 @@ def _executor(schema: type[TextsRequest | ChatTexts], run: Run) -> Executor:
     or `service.classify`)."""
 
     async def execute(
-        gateway: Gateway, caller: Caller, body: dict[str, Any], correlation_id: str, source: str,
+        gateway: Gateway,
+        caller: Caller,
+        body: dict[str, Any],
+        correlation_id: str,
+        source: str,
         extra: Mapping[str, Any],
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         request = parse_body(schema, body)
         texts = (
-            request.inputs() if isinstance(request, TextsRequest)
+            request.inputs()
+            if isinstance(request, TextsRequest)
             else service.conversation_texts(request.conversations())
-        )  # fmt: skip
+        )
         _, response = await run(
             gateway, caller, request.model, texts, correlation_id=correlation_id, source=source
         )
@@ -44,7 +48,11 @@ def _executor(schema: type[TextsRequest | ChatTexts], run: Run) -> Executor:
     return execute
 
 
-moderations = _executor(TextsRequest, service.moderate)
-chat_moderations = _executor(ChatModerationRequest, service.moderate)
-classifications = _executor(TextsRequest, service.classify)
-chat_classifications = _executor(ChatClassificationRequest, service.classify)
+MODERATIONS_ENDPOINT = Endpoint(MODERATIONS, _executor(TextsRequest, service.moderate))
+CHAT_MODERATIONS_ENDPOINT = Endpoint(
+    MODERATIONS, _executor(ChatModerationRequest, service.moderate)
+)
+CLASSIFICATIONS_ENDPOINT = Endpoint(CLASSIFICATIONS, _executor(TextsRequest, service.classify))
+CHAT_CLASSIFICATIONS_ENDPOINT = Endpoint(
+    CLASSIFICATIONS, _executor(ChatClassificationRequest, service.classify)
+)

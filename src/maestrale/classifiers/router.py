@@ -12,9 +12,9 @@ from maestrale.classifiers.schemas import (
     ModerationResponse,
     TextsRequest,
 )
-from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
-from maestrale.completions.responses import json_response
 from maestrale.core.routing import domain_router
+from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
+from maestrale.gateway.responses import json_response
 
 router = domain_router(tags=["classifiers"])
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.completions.schemas import Message
+from maestrale.gateway.messages import Message
 
 
 class _In(BaseModel):

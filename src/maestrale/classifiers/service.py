@@ -1,25 +1,25 @@
 """Moderation and classification calls: validate the inputs, open the call on the gateway
-(model, capability, limits), run the engine with an embedder over the registry, account, and
-shape the response body."""
+(model, capability, limits), run the engine with an embedder over the registry (the gateway
+accounts for the call), and shape the response body."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from maestrale.classifiers.embedder import registry_embedder
-from maestrale.completions.gateway import Call, Gateway
-from maestrale.completions.hooks import Caller
-from maestrale.completions.schemas import Message
-from maestrale.completions.validation import CHARS_PER_TOKEN
 from maestrale.core.errors import AppError, BadRequest
-from maestrale.engines.moderation_types import (
-    ClassificationRequest,
-    ClassificationResult,
-    ModerationRequest,
-    ModerationResult,
-)
+from maestrale.engines.moderation_types import ClassificationRequest, ModerationRequest
+from maestrale.engines.protocols import ClassificationEngine, ModerationEngine
 from maestrale.engines.text import content_text
+from maestrale.gateway.call import Call, usage_report
+from maestrale.gateway.capabilities import CLASSIFICATIONS, MODERATIONS, Capability
+from maestrale.gateway.estimates import CHARS_PER_TOKEN
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
+from maestrale.gateway.messages import Message
+
+E = TypeVar("E")
 
 MAX_INPUTS = 512
 MAX_TOTAL_CHARS = 2_000_000
@@ -69,31 +69,42 @@ def _estimate(texts: list[str]) -> int:
     return sum(map(len, texts)) // CHARS_PER_TOKEN + len(texts)
 
 
-def _artifact(call: Call) -> str | None:
+def _artifact(call: Call[ClassificationEngine]) -> str | None:
     # A fine-tuned classifier resolves to its base model's engine; its artifact is `upstream`.
     return call.upstream if call.model.startswith("ft:") else None
 
 
 async def _admitted(
-    gateway: Gateway, caller: Caller, model: str, endpoint: str, texts: list[str],
-    correlation_id: str, source: str,
-) -> Call:  # fmt: skip
-    """The call of `endpoint` on `texts`, checked, opened and admitted."""
+    gateway: Gateway,
+    caller: Caller,
+    model: str,
+    capability: Capability[E],
+    texts: list[str],
+    correlation_id: str,
+    source: str,
+) -> Call[E]:
+    """The call of `capability` on `texts`, checked, opened and admitted."""
     check_texts(texts)
-    call = await gateway.open(caller, model, endpoint, correlation_id=correlation_id, source=source)
+    call = await gateway.open(
+        caller, model, capability, correlation_id=correlation_id, source=source
+    )
     await gateway.admit(call, _estimate(texts))
     return call
 
 
 async def moderate(
-    gateway: Gateway, caller: Caller, model: str, texts: list[str], *, correlation_id: str,
+    gateway: Gateway,
+    caller: Caller,
+    model: str,
+    texts: list[str],
+    *,
+    correlation_id: str,
     source: str = "api",
-) -> tuple[Call, dict[str, Any]]:  # fmt: skip
+) -> tuple[Call[ModerationEngine], dict[str, Any]]:
     """Moderate `texts` with `model`: the call and the ModerationResponse body."""
-    call = await _admitted(gateway, caller, model, "moderations", texts, correlation_id, source)
+    call = await _admitted(gateway, caller, model, MODERATIONS, texts, correlation_id, source)
     request = ModerationRequest(call.upstream, texts, registry_embedder(gateway.registry))
-    result: ModerationResult = await gateway.invoke(call, call.engine.moderate(request), None, None)
-    await gateway.finish(call, None, None, None, result.usage, 200)
+    result = await gateway.run(call, lambda engine: engine.moderate(request), usage_report)
     return call, {
         "id": uuid.uuid4().hex,
         "model": model,
@@ -105,18 +116,20 @@ async def moderate(
 
 
 async def classify(
-    gateway: Gateway, caller: Caller, model: str, texts: list[str], *, correlation_id: str,
+    gateway: Gateway,
+    caller: Caller,
+    model: str,
+    texts: list[str],
+    *,
+    correlation_id: str,
     source: str = "api",
-) -> tuple[Call, dict[str, Any]]:  # fmt: skip
+) -> tuple[Call[ClassificationEngine], dict[str, Any]]:
     """Classify `texts` with `model`: the call and the ClassificationResponse body."""
-    call = await _admitted(gateway, caller, model, "classifications", texts, correlation_id, source)
+    call = await _admitted(gateway, caller, model, CLASSIFICATIONS, texts, correlation_id, source)
     request = ClassificationRequest(
         call.upstream, texts, registry_embedder(gateway.registry), _artifact(call)
     )
-    result: ClassificationResult = await gateway.invoke(
-        call, call.engine.classify(request), None, None
-    )
-    await gateway.finish(call, None, None, None, result.usage, 200)
+    result = await gateway.run(call, lambda engine: engine.classify(request), usage_report)
     return call, {
         "id": uuid.uuid4().hex,
         "model": model,

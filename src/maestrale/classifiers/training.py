@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +161,3 @@ async def train_classifier(
     if out is not None:
         artifact.save(out)
     return artifact
-
-
-def label_names(artifact: ClassifierArtifact) -> dict[str, Sequence[str]]:
-    """{target: labels} of a trained artifact (e.g. a fine-tuned model's classifier_targets)."""
-    return {head.name: head.labels for head in artifact.targets}

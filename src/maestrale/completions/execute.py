@@ -1,19 +1,15 @@
 """The steps of a completion call, shared by the live endpoints and batch lines: open the call
 (model and capability), validate, admit (limits), build the engine request, call the engine and
 shape the response body. The routers add only HTTP concerns (streaming, headers); batch lines run
-`execute()`, so a line is validated, limited, accounted and answered exactly as the endpoint
-would answer the same body.
+the executors (`CHAT_ENDPOINT`, `FIM_ENDPOINT`, `EMBEDDINGS_ENDPOINT`), so a line is validated,
+limited, accounted and answered exactly as the endpoint would answer the same body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any
 
-from maestrale.classifiers import executors as classifier_executors
-from maestrale.completions.gateway import Call, Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
     EmbeddingRequest,
@@ -21,29 +17,28 @@ from maestrale.completions.schemas import (
 )
 from maestrale.completions.shapes import completion_body, encode_vector, quantize, usage_dict
 from maestrale.completions.validation import (
-    CHARS_PER_TOKEN,
     engine_messages,
     validate_chat,
     validate_embeddings,
     validate_fim,
 )
 from maestrale.core.validation import parse_body
+from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, FimRequest
 from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
+from maestrale.gateway.call import Call
+from maestrale.gateway.capabilities import CHAT, EMBEDDINGS, FIM
+from maestrale.gateway.estimates import estimate_tokens
+from maestrale.gateway.executors import Endpoint
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 from maestrale.guardrails.check import apply_guardrails
 
 
 def _merged(metadata: dict[str, Any] | None, extra: Mapping[str, Any] | None) -> dict[str, Any]:
     # The live path has no extra: no copy there.
     return {**(metadata or {}), **extra} if extra else (metadata or {})
-
-
-def estimate_tokens(chars: int, max_tokens: int | None) -> int:
-    """What the limits hook reserves: the prompt's tokens (estimated) plus max_tokens. Without
-    max_tokens the completion is not reserved (reserving the whole context would refuse every
-    call under a limit smaller than it): such calls can overshoot by what is in flight."""
-    return chars // CHARS_PER_TOKEN + (max_tokens or 0)
 
 
 async def prepare_chat(
@@ -54,37 +49,44 @@ async def prepare_chat(
     correlation_id: str,
     source: str = "api",
     extra: Mapping[str, Any] | None = None,
-) -> tuple[Call, ChatRequest]:
+) -> tuple[Call[ChatEngine], ChatRequest]:
     """Open, validate and admit a chat call; return it with the engine request to send."""
     call = await gateway.open(
-        caller, body.model, "chat", correlation_id=correlation_id, source=source
+        caller, body.model, CHAT, correlation_id=correlation_id, source=source
     )
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
     if body.guardrails:  # checked on the input before the model is admitted
         await apply_guardrails(
-            gateway, caller, body.guardrails, body.messages, correlation_id=correlation_id,
+            gateway,
+            caller,
+            body.guardrails,
+            body.messages,
+            correlation_id=correlation_id,
             source=source,
-        )  # fmt: skip
+        )
     chars = sum(len(content_text(m.content)) for m in body.messages)
     await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
     return call, engine_chat_request(call, body, engine_messages(body.messages))
 
 
 def engine_chat_request(
-    call: Call, body: ChatCompletionRequest, messages: list[dict[str, Any]]
+    call: Call[ChatEngine], body: ChatCompletionRequest, messages: list[dict[str, Any]]
 ) -> ChatRequest:
     """The engine request of a validated chat request (its `messages` given in engine shape)."""
     choice = body.tool_choice
+    tool_choice = (
+        choice.model_dump() if choice is not None and not isinstance(choice, str) else choice
+    )
+    response_format = body.response_format
     return ChatRequest(
         model=call.upstream,
         messages=messages,
         tools=[tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None,
-        tool_choice=choice.model_dump() if choice is not None and not isinstance(choice, str)
-        else choice,
+        tool_choice=tool_choice,
         parallel_tool_calls=body.parallel_tool_calls,
-        response_format=body.response_format.model_dump(by_alias=True, exclude_none=True)
-        if body.response_format
+        response_format=response_format.model_dump(by_alias=True, exclude_none=True)
+        if response_format
         else None,
         max_tokens=body.max_tokens,
         stop=body.stop_list(),
@@ -94,11 +96,11 @@ def engine_chat_request(
         n=body.n or 1,
         presence_penalty=body.presence_penalty,
         frequency_penalty=body.frequency_penalty,
-    )  # fmt: skip
+    )
 
 
 async def complete_chat(
-    gateway: Gateway, call: Call, model: str, engine_request: ChatRequest
+    gateway: Gateway, call: Call[ChatEngine], model: str, engine_request: ChatRequest
 ) -> dict[str, Any]:
     """Call the engine (accounted by the gateway) and shape the chat completion body."""
     result = await gateway.chat(call, engine_request)
@@ -113,12 +115,10 @@ async def prepare_fim(
     correlation_id: str,
     source: str = "api",
     extra: Mapping[str, Any] | None = None,
-) -> tuple[Call, FimRequest]:
+) -> tuple[Call[FimEngine], FimRequest]:
     """Open, validate and admit a FIM call; return it with the engine request to send."""
     chars = len(body.prompt) + len(body.suffix or "")
-    call = await gateway.open(
-        caller, body.model, "fim", correlation_id=correlation_id, source=source
-    )
+    call = await gateway.open(caller, body.model, FIM, correlation_id=correlation_id, source=source)
     call.extra = _merged(body.metadata, extra)
     validate_fim(body, call.spec)
     await gateway.admit(call, estimate_tokens(chars, body.max_tokens))
@@ -137,7 +137,7 @@ async def prepare_fim(
 
 
 async def complete_fim(
-    gateway: Gateway, call: Call, model: str, engine_request: FimRequest
+    gateway: Gateway, call: Call[FimEngine], model: str, engine_request: FimRequest
 ) -> dict[str, Any]:
     """Call the engine (accounted by the gateway) and shape the FIM completion body."""
     result = await gateway.fim(call, engine_request)
@@ -152,11 +152,11 @@ async def run_embeddings(
     correlation_id: str,
     source: str = "api",
     extra: Mapping[str, Any] | None = None,
-) -> tuple[Call, dict[str, Any]]:
+) -> tuple[Call[EmbeddingsEngine], dict[str, Any]]:
     """The whole embeddings call: validate, open, admit, embed, and the response body."""
     inputs = validate_embeddings(body)
     call = await gateway.open(
-        caller, body.model, "embeddings", correlation_id=correlation_id, source=source
+        caller, body.model, EMBEDDINGS, correlation_id=correlation_id, source=source
     )
     call.extra = _merged(body.metadata, extra)
     await gateway.admit(call, estimate_tokens(sum(map(len, inputs)), 0))
@@ -186,11 +186,7 @@ async def run_embeddings(
     return call, response
 
 
-# One non-streamed call of an endpoint, from its JSON body to its response body.
-Executor = Callable[[Gateway, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[Any]]
-
-
-async def _chat(
+async def _chat_executor(
     gateway: Gateway,
     caller: Caller,
     body: dict[str, Any],
@@ -205,7 +201,7 @@ async def _chat(
     return await complete_chat(gateway, call, request.model, engine_request)
 
 
-async def _fim(
+async def _fim_executor(
     gateway: Gateway,
     caller: Caller,
     body: dict[str, Any],
@@ -220,7 +216,7 @@ async def _fim(
     return await complete_fim(gateway, call, request.model, engine_request)
 
 
-async def _embeddings(
+async def _embeddings_executor(
     gateway: Gateway,
     caller: Caller,
     body: dict[str, Any],
@@ -235,36 +231,7 @@ async def _embeddings(
     return response
 
 
-# Endpoint path → (gateway capability of its model, executor). Batch jobs accept exactly these
-# endpoints; a domain that adds an endpoint batch may call registers it here.
-EXECUTORS: Mapping[str, tuple[str, Executor]] = MappingProxyType(
-    {
-        "/v1/chat/completions": ("chat", _chat),
-        "/v1/fim/completions": ("fim", _fim),
-        "/v1/embeddings": ("embeddings", _embeddings),
-        "/v1/moderations": ("moderations", classifier_executors.moderations),
-        "/v1/chat/moderations": ("moderations", classifier_executors.chat_moderations),
-        "/v1/classifications": ("classifications", classifier_executors.classifications),
-        "/v1/chat/classifications": (
-            "classifications",
-            classifier_executors.chat_classifications,
-        ),
-    }
-)
-
-
-async def execute(
-    gateway: Gateway,
-    caller: Caller,
-    endpoint: str,
-    body: dict[str, Any],
-    *,
-    correlation_id: str,
-    source: str,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Answer one non-streamed request of `endpoint` as the live endpoint would: the response
-    body, or the AppError (status and body) the endpoint would have answered."""
-    _, run = EXECUTORS[endpoint]
-    result: dict[str, Any] = await run(gateway, caller, body, correlation_id, source, extra or {})
-    return result
+# The executors of the three endpoints (see `gateway.executors`), for batch lines.
+CHAT_ENDPOINT = Endpoint(CHAT, _chat_executor)
+FIM_ENDPOINT = Endpoint(FIM, _fim_executor)
+EMBEDDINGS_ENDPOINT = Endpoint(EMBEDDINGS, _embeddings_executor)

@@ -1,50 +1,39 @@
-"""HTTP responses of completions: JSON with the overhead header, and SSE chunk streams."""
+"""HTTP responses of completions: SSE chunk streams (JSON bodies: `gateway.responses`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
 
-import orjson
 from fastapi import Request, Response
 
-from maestrale.completions.gateway import Call
 from maestrale.completions.shapes import chunk_body
 from maestrale.core.errors import AppError
 from maestrale.core.sse import DONE, sse_event, sse_response
 from maestrale.engines.types import ChatChunk
-
-OVERHEAD_HEADER = "x-maestrale-overhead-ms"
-
-
-def overhead_ms(request: Request, call: Call) -> str:
-    """Time Maestrale itself spent on the request so far: everything but the engine's time."""
-    started = request.scope.get("state", {}).get("started", call.started)
-    return f"{(time.perf_counter() - started - call.engine_seconds) * 1000:.3f}"
-
-
-def json_response(request: Request, call: Call, body: dict[str, Any]) -> Response:
-    payload = orjson.dumps(body)
-    return Response(
-        payload,
-        media_type="application/json",
-        headers={OVERHEAD_HEADER: overhead_ms(request, call)},
-    )
+from maestrale.gateway.call import Call
+from maestrale.gateway.responses import OVERHEAD_HEADER, overhead_ms
 
 
 async def stream_response(
-    request: Request, call: Call, first: ChatChunk, rest: AsyncIterator[ChatChunk]
+    request: Request,
+    call: Call[object],
+    first: ChatChunk,
+    rest: AsyncGenerator[ChatChunk, None],
 ) -> Response:
+    """The chunks of a started stream as server-sent events, ending with `data: [DONE]` (or with
+    the error, when the stream fails after its first chunk)."""
+
     async def frames() -> AsyncIterator[bytes]:
-        yield sse_event(chunk_body(call.completion_id, call.model, call.created, first))
         try:
+            yield sse_event(chunk_body(call.completion_id, call.model, call.created, first))
             async for chunk in rest:
                 yield sse_event(chunk_body(call.completion_id, call.model, call.created, chunk))
         except AppError as exc:
             # Headers are gone: the failure travels in the stream, and no [DONE] follows.
             yield sse_event(exc.body())
             return
+        finally:
+            await rest.aclose()  # accounted now, also when the client went away (499)
         yield DONE
 
     response = sse_response(frames())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.completions.execute import (
     complete_chat,
     complete_fim,
@@ -12,9 +11,7 @@ from maestrale.completions.execute import (
     prepare_fim,
     run_embeddings,
 )
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
-from maestrale.completions.responses import json_response, stream_response
+from maestrale.completions.responses import stream_response
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
@@ -23,24 +20,26 @@ from maestrale.completions.schemas import (
     FIMCompletionRequest,
 )
 from maestrale.core.routing import domain_router
+from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
+from maestrale.gateway.responses import json_response
 
 router = domain_router(tags=["completions"])
 
 
 async def respond_chat(
-    request: Request, gateway: Gateway, caller: Caller, body: ChatCompletionRequest,
+    request: Request,
+    gateway: Gateway,
+    caller: Caller,
+    body: ChatCompletionRequest,
     correlation_id: str,
-) -> Response:  # fmt: skip
+) -> Response:
     """A chat completion as HTTP: JSON, or SSE chunks when `body.stream` (shared by the agent
     completions route)."""
     call, engine_request = await prepare_chat(gateway, caller, body, correlation_id=correlation_id)
     if body.stream:
-        first, rest = await gateway.stream(
-            call,
-            call.engine.chat_stream(engine_request),
-            engine_request.messages,
-            engine_request.tools,
-        )
+        first, rest = await gateway.stream_chat(call, engine_request)
         return await stream_response(request, call, first, rest)
     return json_response(
         request, call, await complete_chat(gateway, call, body.model, engine_request)
@@ -78,10 +77,7 @@ async def fim_completions(
     """Fill-in-the-middle completion of `prompt` before `suffix`; plain or streamed."""
     call, engine_request = await prepare_fim(gateway, caller, body, correlation_id=correlation)
     if body.stream:
-        messages = [{"role": "user", "content": body.prompt}]
-        first, rest = await gateway.stream(
-            call, call.engine.fim_stream(engine_request), messages, None
-        )
+        first, rest = await gateway.stream_fim(call, engine_request)
         return await stream_response(request, call, first, rest)
     return json_response(
         request, call, await complete_fim(gateway, call, body.model, engine_request)

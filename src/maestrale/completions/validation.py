@@ -16,10 +16,8 @@ from maestrale.completions.schemas import (
 )
 from maestrale.core.errors import BadRequest
 from maestrale.engines.text import content_text
+from maestrale.gateway.estimates import CHARS_PER_TOKEN
 
-# A cheap upper-bound estimate of tokens from characters, for the context-length check only
-# (engines count exactly); English averages ~4 characters per token.
-CHARS_PER_TOKEN = 4
 MAX_EMBEDDING_INPUTS = 2048
 
 

@@ -54,25 +54,37 @@ def message_output(
     content: str, agent_id: str | None, model: str, id_: str | None = None
 ) -> dict[str, Any]:
     return entry(
-        "message.output", id_=id_, agent_id=agent_id, model=model, role="assistant",
+        "message.output",
+        id_=id_,
+        agent_id=agent_id,
+        model=model,
+        role="assistant",
         content=content,
-    )  # fmt: skip
+    )
 
 
 def function_call(
     call_id: str, name: str, arguments: str, agent_id: str | None, model: str
 ) -> dict[str, Any]:
     return entry(
-        "function.call", agent_id=agent_id, model=model, tool_call_id=call_id, name=name,
-        arguments=arguments, confirmation_status=None,
-    )  # fmt: skip
+        "function.call",
+        agent_id=agent_id,
+        model=model,
+        tool_call_id=call_id,
+        name=name,
+        arguments=arguments,
+        confirmation_status=None,
+    )
 
 
 def handoff(previous: tuple[str, str], nxt: tuple[str, str]) -> dict[str, Any]:
     return entry(
-        "agent.handoff", previous_agent_id=previous[0], previous_agent_name=previous[1],
-        next_agent_id=nxt[0], next_agent_name=nxt[1],
-    )  # fmt: skip
+        "agent.handoff",
+        previous_agent_id=previous[0],
+        previous_agent_name=previous[1],
+        next_agent_id=nxt[0],
+        next_agent_name=nxt[1],
+    )
 
 
 def _content(value: Any, where: str) -> Any:
@@ -118,10 +130,12 @@ def parse_inputs(inputs: Any) -> list[dict[str, Any]]:
                 raise InvalidInputs(f"{where}: role must be user or assistant", param="inputs")
             parsed.append(
                 entry(
-                    "message.input", role=role, content=_content(item.get("content"), where),
+                    "message.input",
+                    role=role,
+                    content=_content(item.get("content"), where),
                     prefix=bool(item.get("prefix", False)),
                 )
-            )  # fmt: skip
+            )
         elif kind == "message.output":
             content = _content(item.get("content"), where)
             parsed.append(message_output(content, item.get("agent_id"), item.get("model") or ""))

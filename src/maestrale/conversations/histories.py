@@ -3,7 +3,8 @@ the entries added since its previous read instead of the whole history.
 
 Safe across requests and replicas because entries are append-only and immutable: an entry is
 never changed once written, a conversation's entries are numbered 0, 1, ... (`seq`), and its
-`entry_count` — the next number — is read under the append lock. A copy of the first k entries,
+`entry_count` — the next number — is committed with them, so the first `entry_count` entries of
+a row read at any time are committed and final. A copy of the first k entries,
 read from the database, therefore stays right; an append whose conversation has n ≥ k entries
 reads those from k on, whichever replica wrote them, and one with n < k (impossible unless the
 database was rewritten) drops the copy. Only entries read from the database (committed) are kept,

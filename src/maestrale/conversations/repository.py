@@ -4,11 +4,12 @@ only through a conversation read from that workspace)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from datetime import datetime
+from typing import Any, NamedTuple, cast
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.engine import CursorResult
 
 from maestrale.conversations.tables import Conversation, ConversationEntry
 from maestrale.core.pagination import PageParams
@@ -18,26 +19,53 @@ ENTRIES = cast(sa.Table, ConversationEntry.__table__)
 CONVERSATIONS = cast(sa.Table, Conversation.__table__)
 
 
+class TurnRow(NamedTuple):
+    """What an append needs of its conversation once it holds the turn."""
+
+    id: str
+    entry_count: int
+    agent_id: str | None
+
+
 class ConversationRepository(WorkspaceRepository[Conversation]):
     model = Conversation
 
-    async def locked(self, conversation_id: str) -> Conversation | None:
-        """The conversation, with its row write-locked until the transaction ends, so that two
-        appends to it run one after the other (a no-op update takes the lock on every backend:
-        a row lock on Postgres, the database write lock on SQLite). The update returns the row
-        (one round trip), overwriting any copy the session already holds."""
+    async def claim_turn(
+        self, conversation_id: str, owner: str, now: datetime, expires_at: datetime
+    ) -> TurnRow | None:
+        """Take the conversation's turn for `owner` until `expires_at`, if no other append holds
+        it (or its lease ran out): the conversation's entry count and agent as they are now,
+        else None (busy, or not found). One short statement: nothing stays locked once it has
+        committed."""
+        c = CONVERSATIONS.c
         stmt = (
-            sa.update(Conversation)
+            sa.update(CONVERSATIONS)
             .where(
-                Conversation.id == conversation_id,
-                Conversation.workspace_id == self.tenant.workspace_id,
+                c.id == conversation_id,
+                c.workspace_id == self.tenant.workspace_id,
+                sa.or_(c.turn_owner.is_(None), c.turn_expires_at < now),
             )
-            .values(entry_count=Conversation.entry_count)
-            .returning(Conversation)
-            .execution_options(synchronize_session=False, populate_existing=True)
+            .values(turn_owner=owner, turn_expires_at=expires_at)
+            .returning(c.id, c.entry_count, c.agent_id)
         )
-        row: Conversation | None = (await self.session.execute(stmt)).scalar_one_or_none()
-        return row
+        row = (await self.session.execute(stmt)).first()
+        return None if row is None else TurnRow(*row)
+
+    async def renew_turn(self, conversation_id: str, owner: str, expires_at: datetime) -> bool:
+        """Extend the turn `owner` holds; False once it has lost it."""
+        result = await self.session.execute(
+            sa.update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.id == conversation_id, CONVERSATIONS.c.turn_owner == owner)
+            .values(turn_expires_at=expires_at)
+        )
+        return bool(cast(CursorResult[Any], result).rowcount)
+
+    async def release_turn(self, conversation_id: str, owner: str) -> None:
+        await self.session.execute(
+            sa.update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.id == conversation_id, CONVERSATIONS.c.turn_owner == owner)
+            .values(turn_owner=None, turn_expires_at=None)
+        )
 
     async def page(self, page: PageParams, metadata: Mapping[str, str]) -> list[Conversation]:
         stmt = self.select()
@@ -47,7 +75,11 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
         return await self.list(stmt.offset(page.offset).limit(page.limit))
 
     async def entries(
-        self, conversation: Conversation, *, from_seq: int = 0, upto_seq: int | None = None
+        self,
+        conversation: Conversation | TurnRow,
+        *,
+        from_seq: int = 0,
+        upto_seq: int | None = None,
     ) -> list[dict[str, Any]]:
         # A Core read of the bodies as text, parsed with orjson: the JSON type's per-row
         # decoding and the ORM's row handling were the bulk of the cost of a long history.
@@ -84,28 +116,42 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
         return row
 
     async def add_entries(
-        self, conversation: Conversation, bodies: list[dict[str, Any]], **changes: Any
-    ) -> None:
-        """Insert the entries, numbered after the conversation's last, then write the
-        conversation's new `entry_count` and the other column `changes`: two Core statements, no
-        unit of work (the values are set on the object as loaded, so nothing is written twice).
-        The caller holds the conversation's lock, or has just created it."""
-        first = conversation.entry_count
+        self,
+        conversation_id: str,
+        first: int,
+        bodies: list[dict[str, Any]],
+        *,
+        owner: str | None = None,
+        **changes: Any,
+    ) -> bool:
+        """Write the entries numbered from `first`, with the conversation's new `entry_count`
+        and the other column `changes`, if the conversation still has `first` entries and (with
+        `owner`) that turn still holds, which it then gives back. False, and nothing written,
+        when either moved: the conditional update runs first, so no entry is ever numbered
+        twice. Core statements, no unit of work."""
+        stmt = sa.update(CONVERSATIONS).where(
+            CONVERSATIONS.c.id == conversation_id, CONVERSATIONS.c.entry_count == first
+        )
+        values: dict[str, Any] = {"entry_count": first + len(bodies), **changes}
+        if owner is not None:
+            stmt = stmt.where(CONVERSATIONS.c.turn_owner == owner)
+            values.update(turn_owner=None, turn_expires_at=None)
+        result = await self.session.execute(stmt.values(values))
+        if not cast(CursorResult[Any], result).rowcount:
+            return False
         if bodies:
             rows = [
                 {
-                    "id": body["id"], "conversation_id": conversation.id,
-                    "seq": first + position, "type": body["type"], "body": body,
+                    "id": body["id"],
+                    "conversation_id": conversation_id,
+                    "seq": first + position,
+                    "type": body["type"],
+                    "body": body,
                 }
                 for position, body in enumerate(bodies)
-            ]  # fmt: skip
+            ]
             await self.session.execute(sa.insert(ENTRIES), rows)
-        values = {"entry_count": first + len(bodies), **changes}
-        await self.session.execute(
-            sa.update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation.id).values(values)
-        )
-        for key, value in values.items():
-            set_committed_value(conversation, key, value)
+        return True
 
     async def delete_conversation(self, conversation: Conversation) -> None:
         await self.session.execute(

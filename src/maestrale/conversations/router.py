@@ -7,8 +7,6 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request, Response
 
-from maestrale.agents.router import metadata_filter
-from maestrale.completions.dependencies import CallerDep, GatewayDep
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationHistory,
@@ -18,12 +16,15 @@ from maestrale.conversations.schemas import (
     ConversationStart,
 )
 from maestrale.conversations.service import ConversationService
-from maestrale.conversations.streaming import stream_operation
+from maestrale.conversations.streaming import respond
+from maestrale.conversations.turns import TurnPolicy, Turns
 from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
-from maestrale.core.responses import json_bytes, json_model
-from maestrale.core.routing import DbSession, domain_router
-from maestrale.engines.dependencies import Engines
+from maestrale.core.responses import json_bytes
+from maestrale.core.routing import Work, domain_router
+from maestrale.dependencies import AppServices
+from maestrale.gateway.dependencies import CallerDep
 
 router = domain_router(prefix="/conversations", tags=["conversations"])
 
@@ -37,11 +38,20 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 
 
 async def _service(
-    request: Request, session: DbSession, tenant: CurrentTenant, engines: Engines,
-    gateway: GatewayDep, caller: CallerDep,
-) -> ConversationService:  # fmt: skip
+    services: AppServices, work: Work, tenant: CurrentTenant, caller: CallerDep
+) -> ConversationService:
+    settings = services.settings
+    policy = TurnPolicy(
+        settings.conversation_turn_lease_seconds, settings.conversation_turn_wait_seconds
+    )
     return ConversationService(
-        session, tenant, engines, gateway, caller, request.app.state.histories
+        work,
+        tenant,
+        services.engines,
+        services.gateway,
+        caller,
+        services.histories,
+        Turns(services.db, tenant, policy),
     )
 
 
@@ -58,10 +68,7 @@ async def start_conversation(
     `completion_args`) or on an agent (`agent_id`, optional `agent_version` number or alias),
     and answer `inputs`. Function calls end the response as `function.call` entries; append
     their `function.result` entries to go on. `store: false` answers and keeps nothing."""
-    if body.stream:
-        await service.check_start(body)
-        return stream_operation(request, service, lambda s, emit: s.start(body, emit))
-    return json_model(await service.start(body))
+    return await respond(request, service, await service.prepare_start(body), body.stream)
 
 
 @router.get("", response_model=list[dict[str, Any]])
@@ -96,13 +103,8 @@ async def append_to_conversation(
     """Append `inputs` (a user message, or entries such as `function.result`) and run the model
     on the whole history; returns the new entries. Appends to one conversation run one at a
     time."""
-    if body.stream:
-        await service.check_append(conversation_id, body)
-        return stream_operation(
-            request, service,
-            lambda s, emit: s.append(conversation_id, body, emit),
-        )  # fmt: skip
-    return json_model(await service.append(conversation_id, body))
+    prepared = await service.prepare_append(conversation_id, body)
+    return await respond(request, service, prepared, body.stream)
 
 
 @router.delete("/{conversation_id}", status_code=204)
@@ -116,9 +118,10 @@ async def delete_conversation(
 
 
 @router.get(
-    "/{conversation_id}/history", response_model=None,
+    "/{conversation_id}/history",
+    response_model=None,
     responses={200: {"model": ConversationHistory, "description": "Successful Response"}},
-)  # fmt: skip
+)
 async def conversation_history(
     conversation_id: str,
     service: Service,
@@ -128,9 +131,10 @@ async def conversation_history(
 
 
 @router.get(
-    "/{conversation_id}/messages", response_model=None,
+    "/{conversation_id}/messages",
+    response_model=None,
     responses={200: {"model": ConversationMessages, "description": "Successful Response"}},
-)  # fmt: skip
+)
 async def conversation_messages(
     conversation_id: str,
     service: Service,
@@ -148,10 +152,5 @@ async def restart_conversation(
 ) -> Response:
     """A new conversation holding this one's entries up to `from_entry_id` (included), then
     `inputs`, answered by the same model or agent (at `agent_version` if given)."""
-    if body.stream:
-        await service.check_restart(conversation_id, body)
-        return stream_operation(
-            request, service,
-            lambda s, emit: s.restart(conversation_id, body, emit),
-        )  # fmt: skip
-    return json_model(await service.restart(conversation_id, body))
+    prepared = await service.prepare_restart(conversation_id, body)
+    return await respond(request, service, prepared, body.stream)

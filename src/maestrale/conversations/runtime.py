@@ -8,19 +8,30 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from maestrale.completions.gateway import Call, Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.conversations import entries as E
 from maestrale.conversations.turn import EMPTY, TurnPrefix, prepare_turn
 from maestrale.core.errors import BadRequest
+from maestrale.engines.protocols import ChatEngine
 from maestrale.engines.types import ChatRequest, Usage
+from maestrale.gateway.call import Call
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 MAX_STEPS = 8
 HANDOFF_PREFIX = "handoff_to_"
 COMPLETION_ARGS = (
-    "stop", "presence_penalty", "frequency_penalty", "temperature", "top_p", "max_tokens",
-    "random_seed", "prediction", "response_format", "tool_choice", "reasoning_effort",
-)  # fmt: skip
+    "stop",
+    "presence_penalty",
+    "frequency_penalty",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "random_seed",
+    "prediction",
+    "response_format",
+    "tool_choice",
+    "reasoning_effort",
+)
 
 
 class ToolUnavailable(BadRequest):
@@ -120,9 +131,14 @@ async def run(
     for _ in range(MAX_STEPS):
         target.check_tools()
         call, request, prefix = await prepare_turn(
-            gateway, caller, chat_params(target, override), target.instructions,
-            history + outputs, correlation_id=conversation_id, prefix=prefix,
-        )  # fmt: skip
+            gateway,
+            caller,
+            chat_params(target, override),
+            target.instructions,
+            history + outputs,
+            correlation_id=conversation_id,
+            prefix=prefix,
+        )
         message_id = E.entry_id("message.output")
         if emit is None:
             result = await gateway.chat(call, request)
@@ -183,7 +199,7 @@ def _handoff_target(call: dict[str, Any], target: Target) -> str | None:
 
 async def streamed_turn(
     gateway: Gateway,
-    call: Call,
+    call: Call[ChatEngine],
     request: ChatRequest,
     emit: Emit,
     message_id: str,
@@ -192,9 +208,7 @@ async def streamed_turn(
 ) -> tuple[dict[str, Any], Usage]:
     """One model turn streamed from the engine: text deltas are emitted as they come; tool
     calls are gathered (by index) and returned with the text."""
-    first, rest = await gateway.stream(
-        call, call.engine.chat_stream(request), request.messages, request.tools
-    )
+    first, rest = await gateway.stream_chat(call, request)
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage = Usage()
@@ -212,12 +226,17 @@ async def streamed_turn(
             text.append(piece)
             await emit(
                 {
-                    "type": "message.output.delta", "created_at": E.now_text(),
-                    "output_index": output_index, "id": message_id, "content_index": 0,
-                    "content": piece, "model": target.model, "agent_id": target.agent_id,
+                    "type": "message.output.delta",
+                    "created_at": E.now_text(),
+                    "output_index": output_index,
+                    "id": message_id,
+                    "content_index": 0,
+                    "content": piece,
+                    "model": target.model,
+                    "agent_id": target.agent_id,
                     "role": "assistant",
                 }
-            )  # fmt: skip
+            )
         for position, delta in enumerate(chunk.delta.get("tool_calls") or []):
             if not isinstance(delta, dict):
                 continue
@@ -236,31 +255,42 @@ async def streamed_turn(
                 slot["function"]["arguments"] = E.arguments_text(arguments)
             elif isinstance(arguments, str):
                 slot["function"]["arguments"] += arguments
-    message = {"role": "assistant", "content": "".join(text), "tool_calls": [
-        calls[i] for i in sorted(calls)
-    ] or None}  # fmt: skip
+    message = {
+        "role": "assistant",
+        "content": "".join(text),
+        "tool_calls": [calls[i] for i in sorted(calls)] or None,
+    }
     return message, usage
 
 
 def function_call_event(item: dict[str, Any], output_index: int) -> dict[str, Any]:
     return {
-        "type": "function.call.delta", "created_at": item["created_at"],
-        "output_index": output_index, "id": item["id"], "name": item["name"],
-        "tool_call_id": item["tool_call_id"], "arguments": item["arguments"],
-        "model": item["model"], "agent_id": item["agent_id"], "confirmation_status": None,
-    }  # fmt: skip
+        "type": "function.call.delta",
+        "created_at": item["created_at"],
+        "output_index": output_index,
+        "id": item["id"],
+        "name": item["name"],
+        "tool_call_id": item["tool_call_id"],
+        "arguments": item["arguments"],
+        "model": item["model"],
+        "agent_id": item["agent_id"],
+        "confirmation_status": None,
+    }
 
 
 def handoff_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]]:
     common = {"created_at": item["created_at"], "output_index": output_index, "id": item["id"]}
     return [
         {
-            "type": "agent.handoff.started", **common,
+            "type": "agent.handoff.started",
+            **common,
             "previous_agent_id": item["previous_agent_id"],
             "previous_agent_name": item["previous_agent_name"],
         },
         {
-            "type": "agent.handoff.done", **common, "next_agent_id": item["next_agent_id"],
+            "type": "agent.handoff.done",
+            **common,
+            "next_agent_id": item["next_agent_id"],
             "next_agent_name": item["next_agent_name"],
         },
-    ]  # fmt: skip
+    ]

@@ -1,31 +1,27 @@
-"""Streamed conversation responses: the operation runs in its own session (the request's has
-ended when the stream starts) and its events are sent as they happen, each with an `event:`
-line; a failure after the stream opened ends it with a `conversation.response.error` event."""
+"""Conversation responses, plain or streamed. A streamed request was prepared (checked) before
+its stream opens; it runs in its own unit of work (the request's has ended when the stream
+starts) and its events are sent as they happen, each with an `event:` line; a failure after the
+stream opened ends it with a `conversation.response.error` event."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import Request
-from fastapi.responses import StreamingResponse
+from fastapi import Request, Response
 
 from maestrale.conversations import entries as E
-from maestrale.conversations.schemas import ConversationResponse
-from maestrale.conversations.service import ConversationService
-from maestrale.core.db import Database
+from maestrale.conversations.service import ConversationService, Prepared
 from maestrale.core.errors import AppError
+from maestrale.core.responses import json_model
 from maestrale.core.sse import sse_event, sse_response
+from maestrale.core.uow import unit_of_work
+from maestrale.dependencies import app_services
 
 log = logging.getLogger("maestrale.conversations")
-
-Operation = Callable[
-    [ConversationService, Callable[[dict[str, Any]], Awaitable[None]]],
-    Awaitable[ConversationResponse],
-]
 
 
 def _frame(event: dict[str, Any]) -> bytes:
@@ -35,16 +31,21 @@ def _frame(event: dict[str, Any]) -> bytes:
 def _error(message: str, status: int) -> bytes:
     return _frame(
         {
-            "type": "conversation.response.error", "created_at": E.now_text(),
-            "message": message, "code": status,
+            "type": "conversation.response.error",
+            "created_at": E.now_text(),
+            "message": message,
+            "code": status,
         }
-    )  # fmt: skip
+    )
 
 
-def stream_operation(
-    request: Request, service: ConversationService, operation: Operation
-) -> StreamingResponse:
-    db: Database = request.app.state.db
+async def respond(
+    request: Request, service: ConversationService, prepared: Prepared, stream: bool
+) -> Response:
+    """Run a prepared request: as JSON, or as a stream of conversation events."""
+    if not stream:
+        return json_model(await service.execute(prepared))
+    sessionmaker = app_services(request).db.sessionmaker
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def emit(event: dict[str, Any]) -> None:
@@ -52,12 +53,13 @@ def stream_operation(
 
     async def produce() -> None:
         try:
-            async with db.session() as session:
-                response = await operation(service.in_session(session), emit)
+            async with unit_of_work(sessionmaker) as work:
+                response = await service.in_work(work).execute(prepared, emit)
             done = {
-                "type": "conversation.response.done", "created_at": E.now_text(),
+                "type": "conversation.response.done",
+                "created_at": E.now_text(),
                 "usage": response.usage.model_dump(),
-            }  # fmt: skip
+            }
             await queue.put(_frame(done))
         except AppError as exc:
             await queue.put(_error(exc.message, exc.status_code))

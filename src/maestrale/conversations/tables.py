@@ -1,7 +1,10 @@
 """Conversations and their entries.
 
 An entry is stored as its wire shape (`body`), numbered by `seq` within its conversation; the
-conversation's `entry_count` is the next number, so appends take the conversation row first.
+conversation's `entry_count` is the next number. An append holds the conversation's turn (a
+lease: `turn_owner` until `turn_expires_at`, renewed while its model runs) instead of a lock, so
+that no transaction is open during the model call; its entries are written only while its lease
+holds and `entry_count` has not moved.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class Conversation(WorkspaceScoped, Base):
     description: Mapped[str | None] = mapped_column(Text, default=None)
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONDoc, default=None)
     entry_count: Mapped[int] = mapped_column(Integer, default=0)
+    turn_owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    turn_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -23,9 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from maestrale.catalog.config import ModelSpec
-from maestrale.completions.execute import engine_chat_request, estimate_tokens
-from maestrale.completions.gateway import Call, Gateway
-from maestrale.completions.hooks import Caller
+from maestrale.completions.execute import engine_chat_request
 from maestrale.completions.schemas import ChatCompletionRequest, Message
 from maestrale.completions.validation import (
     InvalidRequest,
@@ -35,8 +33,14 @@ from maestrale.completions.validation import (
 )
 from maestrale.conversations import entries as E
 from maestrale.core.errors import BadRequest
+from maestrale.engines.protocols import ChatEngine
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest
+from maestrale.gateway.call import Call
+from maestrale.gateway.capabilities import CHAT
+from maestrale.gateway.estimates import estimate_tokens
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 # The request's fields in validation order: pydantic reports the first invalid field in it.
 FIELD_ORDER = {name: position for position, name in enumerate(ChatCompletionRequest.model_fields)}
@@ -146,9 +150,10 @@ def check_messages(messages: list[dict[str, Any]], special: list[int], spec: Mod
         if role == "tool":
             tool_call_id = message.get("tool_call_id")
             matched = (
-                tool_call_id in call_ids if tool_call_id is not None
+                tool_call_id in call_ids
+                if tool_call_id is not None
                 else message.get("name") in call_names
-            )  # fmt: skip
+            )
             if not matched:
                 raise _fail(
                     f"{where}: tool message answers no earlier tool call "
@@ -166,7 +171,7 @@ async def prepare_turn(
     *,
     correlation_id: str,
     prefix: TurnPrefix = EMPTY,
-) -> tuple[Call, ChatRequest, TurnPrefix]:
+) -> tuple[Call[ChatEngine], ChatRequest, TurnPrefix]:
     """Open, validate and admit the chat call of `body` (a chat request without messages) on
     the messages of `instructions` and `entries` (of which `prefix` holds the first ones);
     return it with the engine request, as `prepare_chat` would for the same request with its
@@ -189,7 +194,7 @@ async def prepare_turn(
     wire += built.messages
     special = [index + offset for index in built.special]
     chars = built.chars + (len(instructions) if instructions else 0)
-    call = await gateway.open(caller, params.model, "chat", correlation_id=correlation_id)
+    call = await gateway.open(caller, params.model, CHAT, correlation_id=correlation_id)
     call.extra = params.metadata or {}
     check_messages(wire, special, call.spec)
     validate_chat(params.model_copy(update={"messages": [PROBE]}), call.spec)

@@ -91,9 +91,13 @@ class S3BlobStore:
                     del data
                     number = len(parts) + 1
                     sent = await self._call(
-                        "upload_part", Bucket=self.bucket, Key=name, UploadId=upload_id,
-                        PartNumber=number, Body=part,
-                    )  # fmt: skip
+                        "upload_part",
+                        Bucket=self.bucket,
+                        Key=name,
+                        UploadId=upload_id,
+                        PartNumber=number,
+                        Body=part,
+                    )
                     del part
                     parts.append({"ETag": sent["ETag"], "PartNumber": number})
             if upload_id is None:
@@ -102,14 +106,21 @@ class S3BlobStore:
             if pieces:
                 number = len(parts) + 1
                 sent = await self._call(
-                    "upload_part", Bucket=self.bucket, Key=name, UploadId=upload_id,
-                    PartNumber=number, Body=b"".join(pieces),
-                )  # fmt: skip
+                    "upload_part",
+                    Bucket=self.bucket,
+                    Key=name,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=b"".join(pieces),
+                )
                 parts.append({"ETag": sent["ETag"], "PartNumber": number})
             await self._call(
-                "complete_multipart_upload", Bucket=self.bucket, Key=name, UploadId=upload_id,
+                "complete_multipart_upload",
+                Bucket=self.bucket,
+                Key=name,
+                UploadId=upload_id,
                 MultipartUpload={"Parts": parts},
-            )  # fmt: skip
+            )
             upload_id = None
             return size
         finally:

@@ -6,6 +6,8 @@ runner commits.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -131,13 +133,61 @@ def _ping_if_idle(dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry, _: o
         raise DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
 
 
-class Database:
-    """The engine and session factory of one process, held on `app.state.db`."""
+log = logging.getLogger("maestrale.db")
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+
+class ConnectionHeldAcrossCall(RuntimeError):
+    """A model, tool or network call was about to run while its task held a database
+    connection (DESIGN §3). Raised where `strict` is set (the tests); logged elsewhere."""
+
+
+class Database:
+    """The engine and session factory of one process.
+
+    It knows which tasks hold a pooled connection, so that `check_released()`, called before
+    every model, tool and network call, can tell a transaction left open across the call.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 10, strict: bool = False) -> None:
         self.url = url
         self.engine = create_engine(url, pool_size=pool_size)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.strict = strict
+        self._holders: dict[asyncio.Task[Any], int] = {}
+        event.listen(self.engine.sync_engine, "checkout", self._checked_out)
+        event.listen(self.engine.sync_engine, "checkin", self._returned)
+
+    def _checked_out(self, _: DBAPIConnection, record: ConnectionPoolEntry, __: object) -> None:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no loop: a synchronous use (migrations)
+            task = None
+        record.info["task"] = task
+        if task is not None:
+            self._holders[task] = self._holders.get(task, 0) + 1
+
+    def _returned(self, _: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
+        task = record.info.pop("task", None)
+        if task is not None and task in self._holders:
+            left = self._holders[task] - 1
+            if left > 0:
+                self._holders[task] = left
+            else:
+                del self._holders[task]
+
+    def holds_connection(self) -> bool:
+        """True when the current task holds a pooled connection (an open transaction)."""
+        task = asyncio.current_task()
+        return task is not None and task in self._holders
+
+    def check_released(self, what: str) -> None:
+        """Before a remote call: the calling task must hold no connection."""
+        if not self.holds_connection():
+            return
+        message = f"a database connection is held across {what}"
+        if self.strict:
+            raise ConnectionHeldAcrossCall(message)
+        log.warning(message)
 
     @property
     def is_sqlite(self) -> bool:

@@ -1,5 +1,6 @@
-"""The request's unit of work: one session per request, committed by the route class after the
-handler returned (before the response is sent), rolled back on any error."""
+"""The request's unit of work: one per request, committed by the route class after the handler
+returned (before the response is sent), then its `on_commit` actions run; rolled back on any
+error. A handler that calls a model, a tool or the network releases it first (`release()`)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,24 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.core.db import Database
+from maestrale.core.uow import UnitOfWork
+from maestrale.dependencies import app_services
 
 
-async def request_session(request: Request) -> AsyncIterator[AsyncSession]:
-    db: Database = request.app.state.db
-    async with db.sessionmaker() as session:
-        request.state.db_session = session
-        yield session
+async def request_work(request: Request) -> AsyncIterator[UnitOfWork]:
+    work = UnitOfWork(app_services(request).db.sessionmaker)
+    request.state.work = work
+    try:
+        yield work
+    finally:
+        await work.close()
 
 
+async def request_session(work: Annotated[UnitOfWork, Depends(request_work)]) -> AsyncSession:
+    return work.session
+
+
+Work = Annotated[UnitOfWork, Depends(request_work)]
 DbSession = Annotated[AsyncSession, Depends(request_session)]
 
 
@@ -31,13 +40,13 @@ class TransactionalRoute(APIRoute):
             try:
                 response = await handler(request)
             except BaseException:
-                session: AsyncSession | None = getattr(request.state, "db_session", None)
-                if session is not None:
-                    await session.rollback()
+                work: UnitOfWork | None = getattr(request.state, "work", None)
+                if work is not None:
+                    await work.rollback()
                 raise
-            session = getattr(request.state, "db_session", None)
-            if session is not None and session.in_transaction():
-                await session.commit()
+            work = getattr(request.state, "work", None)
+            if work is not None:
+                await work.commit()
             return response
 
         return run

@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from maestrale.dependencies import app_services
 from maestrale.engines.registry import EngineRegistry
 
 
 async def get_engines(request: Request) -> EngineRegistry:
-    registry: EngineRegistry = request.app.state.engines
+    registry: EngineRegistry = app_services(request).engines
     return registry
 
 

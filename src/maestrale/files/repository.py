@@ -70,6 +70,33 @@ class FileRepository(WorkspaceRepository[StoredFile]):
         rows = await self.list(ordered.offset(page.offset).limit(page.limit))
         return rows, total
 
+    async def blob_keys(self, file_ids: Sequence[str]) -> dict[str, str]:
+        """`{id: blob key}` of those of `file_ids` this caller may read (a job reads its input
+        files with its creator's rights): another workspace's files are simply not found."""
+        if not file_ids:
+            return {}
+        stmt = self.select().where(StoredFile.id.in_(list(file_ids)))
+        found = await self.session.execute(
+            stmt.with_only_columns(StoredFile.id, StoredFile.blob_key)
+        )
+        return {file_id: key for file_id, key in found.all()}
+
+
+class WorkspaceFiles(WorkspaceRepository[StoredFile]):
+    """The files of one workspace as its background jobs see them: no caller's visibility, and
+    expired files included (the job that removes them needs them)."""
+
+    model = StoredFile
+
+    async def remove_expired(self, file_id: str) -> str | None:
+        """Delete the file's row if its expiry has passed; its blob key then, else None (the
+        file is gone already, never expires, or not yet)."""
+        row = await self.get(file_id)
+        if row is None or row.expires_at is None or row.expires_at > utcnow():
+            return None
+        await self.delete(row)
+        return row.blob_key
+
 
 async def file_by_id(session: AsyncSession, file_id: str) -> StoredFile | None:
     """A live file by id in any workspace: only for callers that proved their right to it

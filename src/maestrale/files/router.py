@@ -16,6 +16,7 @@ from maestrale.core.errors import BadRequest
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
+from maestrale.dependencies import app_services
 from maestrale.files.download import ByteRange, content_disposition
 from maestrale.files.schemas import FileDeleted, FileDetailOut, FileList, FileOut, SignedUrl
 from maestrale.files.service import FileService, signed_file
@@ -25,7 +26,7 @@ router = domain_router(prefix="/files", tags=["files"])
 
 
 def _service(request: Request, session: DbSession, principal: Principal) -> FileService:
-    blobs: BlobStore = request.app.state.blobs
+    blobs: BlobStore = app_services(request).blobs
     return FileService(session, Tenant.of(principal), principal.key_id, blobs)
 
 
@@ -39,14 +40,14 @@ async def upload_file(request: Request, session: DbSession, principal: StandardA
     be `.jsonl` files whose every line is a JSON object (400 names the first bad line)."""
     service = _service(request, session, principal)
     length = request.headers.get("content-length")
-    settings = request.app.state.settings
+    settings = app_services(request).settings
     try:
         row = await service.upload(
             request.headers.get("content-type"),
             int(length) if length and length.isascii() and length.isdigit() else None,
             request.stream(),
             max_bytes=settings.max_upload_bytes,
-            queue=JobQueue(request.app.state.db),
+            queue=JobQueue(app_services(request).db),
         )
     except ClientDisconnect as exc:
         raise BadRequest("the client went away during the upload", code="client_gone") from exc
@@ -113,9 +114,9 @@ async def download_file(
     """The file's bytes as `application/octet-stream`, with its name in `Content-Disposition`;
     one HTTP `Range` is honoured (206). With the `expires` and `signature` of a signed link
     (see `/url`) no key is needed; an expired or altered link gets 403."""
-    blobs: BlobStore = request.app.state.blobs
+    blobs: BlobStore = app_services(request).blobs
     if expires is not None or signature is not None:
-        secret: bytes = request.app.state.secret_key
+        secret: bytes = app_services(request).secret_key
         row = await signed_file(session, file_id, expires or "", signature or "", secret)
         service = FileService(session, Tenant(row.organization_id, row.workspace_id), None, blobs)
     else:
@@ -157,9 +158,9 @@ async def get_signed_url(
     expiry: int = 24,
 ) -> SignedUrl:
     """A link to the file's content that needs no key, valid `expiry` hours (1 to 168)."""
-    settings = request.app.state.settings
+    settings = app_services(request).settings
     base = (settings.public_url or str(request.base_url)).rstrip("/")
     url = await _service(request, session, principal).signed_url(
-        file_id, expiry, base, request.app.state.secret_key
+        file_id, expiry, base, app_services(request).secret_key
     )
     return SignedUrl(url=url)

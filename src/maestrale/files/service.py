@@ -154,9 +154,14 @@ class FileService:
         with_total: bool,
     ) -> tuple[list[StoredFile], int | None]:
         return await self.repo.page(
-            page, purpose=purpose, sample_types=sample_types, sources=sources,
-            mimetypes=mimetypes, search=search, with_total=with_total,
-        )  # fmt: skip
+            page,
+            purpose=purpose,
+            sample_types=sample_types,
+            sources=sources,
+            mimetypes=mimetypes,
+            search=search,
+            with_total=with_total,
+        )
 
     async def upload(
         self,
@@ -182,8 +187,9 @@ class FileService:
                     if event.name != "file" or stored is not None:
                         raise BadRequest(
                             "an upload has exactly one file part, named `file`",
-                            code="invalid_multipart", param=event.name,
-                        )  # fmt: skip
+                            code="invalid_multipart",
+                            param=event.name,
+                        )
                     stored = await self._store(event, fields, events, max_bytes)
             if stored is None:
                 raise BadRequest("the upload has no `file` part", code="missing_file", param="file")
@@ -251,20 +257,32 @@ class FileService:
         stats = stored.stats if jsonl else None
         expires_at = None if form.expiry is None else utcnow() + timedelta(hours=form.expiry)
         row = StoredFile(
-            id=file_id, user_id=self.tenant.user_id, key_id=self.key_id,
-            visibility=form.visibility, filename=filename, purpose=form.purpose,
-            sample_type=sample_type_of(form.purpose, stats), source="upload",
-            size=stored.size, num_lines=None if stats is None else stats.num_lines,
+            id=file_id,
+            user_id=self.tenant.user_id,
+            key_id=self.key_id,
+            visibility=form.visibility,
+            filename=filename,
+            purpose=form.purpose,
+            sample_type=sample_type_of(form.purpose, stats),
+            source="upload",
+            size=stored.size,
+            num_lines=None if stats is None else stats.num_lines,
             mimetype=guess_mimetype(filename, stored.part.content_type),
-            signature=stored.sha256, blob_key=stored.key, expires_at=expires_at,
+            signature=stored.sha256,
+            blob_key=stored.key,
+            expires_at=expires_at,
             created_at=utcnow(),
-        )  # fmt: skip
+        )
         await self.repo.add(row)
         if expires_at is not None:
             await queue.enqueue(
-                self.session, EXPIRE_KIND, {"file_id": file_id}, tenant=self.tenant,
-                run_at=expires_at, dedupe_key=f"file-expire:{file_id}",
-            )  # fmt: skip
+                self.session,
+                EXPIRE_KIND,
+                {"file_id": file_id},
+                tenant=self.tenant,
+                run_at=expires_at,
+                dedupe_key=f"file-expire:{file_id}",
+            )
         return row
 
     async def delete(self, file_id: str) -> None:
@@ -285,8 +303,9 @@ class FileService:
         if not 1 <= hours <= MAX_SIGNED_HOURS:
             raise BadRequest(
                 f"expiry must be between 1 and {MAX_SIGNED_HOURS} hours",
-                code="invalid_expiry", param="expiry",
-            )  # fmt: skip
+                code="invalid_expiry",
+                param="expiry",
+            )
         row = await self.get(file_id)
         expires = int(time.time()) + hours * 3600
         signature = sign(secret, signed_message(row.id, expires))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from maestrale.core.blobs import BlobStore
-from maestrale.core.clock import utcnow
 from maestrale.core.jobs.worker import JobContext, JobRegistry
+from maestrale.core.uow import unit_of_work
+from maestrale.files.repository import WorkspaceFiles
 from maestrale.files.service import EXPIRE_KIND
-from maestrale.files.tables import StoredFile
 
 
 class FileTasks:
@@ -16,16 +17,17 @@ class FileTasks:
         self.blobs = blobs
 
     async def expire(self, ctx: JobContext) -> dict[str, Any]:
-        """Delete the file (row, then blob) if its expiry has passed; it may be gone already."""
+        """Delete the file (row, then blob) if its expiry has passed; it may be gone already. The
+        file is looked up in the job's workspace only."""
         file_id = str(ctx.payload["file_id"])
-        async with ctx.db.session() as session:
-            row = await session.get(StoredFile, file_id)
-            if row is None or row.expires_at is None or row.expires_at > utcnow():
-                return {"deleted": False}
-            key = row.blob_key
-            await session.delete(row)
+        async with unit_of_work(ctx.db.sessionmaker) as work:
+            key = await WorkspaceFiles(work.session, ctx.tenant).remove_expired(file_id)
+            if key is not None:
+                work.on_commit(partial(self._remove_blob, key))
+        return {"deleted": key is not None}
+
+    async def _remove_blob(self, key: str) -> None:
         await self.blobs.delete(key)
-        return {"deleted": True}
 
 
 def register(registry: JobRegistry, blobs: BlobStore) -> None:

@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from maestrale.classifiers.service import moderate
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.core.errors import AppError, BadRequest, Forbidden
 from maestrale.engines.text import content_text
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 from maestrale.guardrails.schemas import (
     V1_CATEGORIES,
     V2_CATEGORIES,

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from maestrale.catalog.config import ModelSpec
-from maestrale.completions.hooks import CallInfo
 from maestrale.core.db import Database
 from maestrale.core.errors import ServiceUnavailable, TooManyRequests
 from maestrale.engines.types import Usage
+from maestrale.gateway.hooks import CallInfo
 from maestrale.limits.counters import CounterBackend, CounterCheck, Decision, RateCheck
 from maestrale.limits.policy import EffectiveLimits, LimitsProvider, month_start, next_month
 from maestrale.limits.repository import LimitsRepository, workspace_tokens_since

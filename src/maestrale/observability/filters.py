@@ -13,8 +13,8 @@ from sqlalchemy import ColumnElement, Float, String, and_, case, cast, false, fu
 from sqlalchemy.sql.elements import ColumnElement as Col
 
 from maestrale.observability.errors import bad_search
+from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.fields import FieldSpec, check_operator, resolve
-from maestrale.observability.tables import ChatCompletionEvent as E
 
 MAX_DEPTH = 10
 MAX_CONDITIONS = 200

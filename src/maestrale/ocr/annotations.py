@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from maestrale.completions.execute import estimate_tokens
-from maestrale.completions.gateway import Gateway
-from maestrale.completions.hooks import Caller
 from maestrale.core.errors import BadRequest
 from maestrale.engines.types import ChatRequest
+from maestrale.gateway.capabilities import CHAT
+from maestrale.gateway.estimates import estimate_tokens
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 
 CHARS_PER_TOKEN = 3  # conservative, for truncating the prompt to the model's context
 _DOCUMENT_PROMPT = (
@@ -85,7 +86,7 @@ async def _ask(
     user: str,
     correlation_id: str,
 ) -> str:
-    call = await gateway.open(caller, model, "chat", correlation_id=correlation_id, source="ocr")
+    call = await gateway.open(caller, model, CHAT, correlation_id=correlation_id, source="ocr")
     budget = max(call.spec.max_context_length * CHARS_PER_TOKEN * 3 // 4, 1000)
     messages = [
         {"role": "system", "content": system},

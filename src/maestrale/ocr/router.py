@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from maestrale.completions.dependencies import CallerDep, CorrelationId, GatewayDep
-from maestrale.completions.responses import json_response
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import Work, domain_router
+from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
+from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
+from maestrale.gateway.responses import json_response
 from maestrale.ocr.schemas import OCRRequest, OCRResponse
 from maestrale.ocr.service import OcrContext, process
 
@@ -20,7 +21,7 @@ router = domain_router(tags=["ocr"])
 async def ocr(
     body: OCRRequest,
     request: Request,
-    session: DbSession,
+    work: Work,
     principal: StandardAuth,
     gateway: GatewayDep,
     caller: CallerDep,
@@ -38,14 +39,15 @@ async def ocr(
 
     URLs are fetched with the server's fetch policy: loopback, private and link-local hosts are
     refused (400 `url_not_allowed`) unless allowed, within size (413) and time limits."""
-    state = request.app.state
+    services = app_services(request)
     context = OcrContext(
         gateway=gateway,
         caller=caller,
-        settings=state.settings,
-        files=FileService(session, Tenant.of(principal), principal.key_id, state.blobs),
-        blobs=state.blobs,
+        settings=services.settings,
+        files=FileService(work.session, Tenant.of(principal), principal.key_id, services.blobs),
+        blobs=services.blobs,
         correlation_id=correlation,
+        release=work.release,
     )
     call, response = await process(context, body)
     return json_response(request, call, response)

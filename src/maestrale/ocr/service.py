@@ -8,18 +8,20 @@ with an uploaded file inlined as a data URL since the upstream cannot read it.
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from maestrale.completions.gateway import Call, Gateway, engine_failure
-from maestrale.completions.hooks import Caller
 from maestrale.config import Settings
 from maestrale.core.blobs import BlobStore
-from maestrale.core.errors import AppError, BadRequest
+from maestrale.core.errors import BadRequest
 from maestrale.engines.ocr_types import OcrImage
-from maestrale.engines.protocols import OcrDocumentEngine
-from maestrale.engines.types import EngineError
+from maestrale.engines.protocols import OcrDocumentEngine, OcrEngine
 from maestrale.files.service import FileService
+from maestrale.gateway.call import Call, Report
+from maestrale.gateway.capabilities import OCR
+from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.hooks import Caller
 from maestrale.ocr.annotations import (
     annotate_document,
     annotate_image,
@@ -27,7 +29,7 @@ from maestrale.ocr.annotations import (
     check_format,
 )
 from maestrale.ocr.documents import Document, load_document
-from maestrale.ocr.pipeline import ImageOptions, PageResult, prepare, recognise
+from maestrale.ocr.pipeline import ImageOptions, PageResult, Prepared, prepare, recognise
 from maestrale.ocr.schemas import FileChunk, OCRRequest
 from maestrale.ocr.shapes import Shaper
 
@@ -42,21 +44,31 @@ class OcrContext:
     files: FileService
     blobs: BlobStore
     correlation_id: str
+    # Ends the request's transaction once the document is read: none is open while a model runs.
+    release: Callable[[], Awaitable[None]]
 
 
-async def process(ctx: OcrContext, request: OCRRequest) -> tuple[Call, dict[str, Any]]:
+@dataclass(slots=True)
+class _Recognised:
+    pages: list[PageResult]
+    image_texts: list[list[str]]  # per page, the text inside each image (for bbox annotations)
+
+
+async def process(ctx: OcrContext, request: OCRRequest) -> tuple[Call[OcrEngine], dict[str, Any]]:
     """The OCR response body for `request` (and the call, for the response headers)."""
     if not request.model:
         raise BadRequest("model is required", code="missing_model", param="model")
-    call = await ctx.gateway.open(
-        ctx.caller, request.model, "ocr", correlation_id=ctx.correlation_id
-    )
+    call = await ctx.gateway.open(ctx.caller, request.model, OCR, correlation_id=ctx.correlation_id)
     document_format = check_format(request.document_annotation_format, "document_annotation_format")
     bbox_format = check_format(request.bbox_annotation_format, "bbox_annotation_format")
     if isinstance(call.engine, OcrDocumentEngine):
-        return call, await _upstream(ctx, call, request)
+        return call, await _upstream(ctx, call, call.engine, request)
     document = await load_document(request, ctx.settings.fetch_policy, ctx.files, ctx.blobs)
-    pages = await _recognise(ctx, call, request, document)
+    await ctx.release()
+    recognised = await _recognise(
+        ctx, call, request, document, with_image_texts=bbox_format is not None
+    )
+    pages = recognised.pages
     shaper = Shaper.of(request)
     body: dict[str, Any] = {
         "pages": [shaper.page(page) for page in pages],
@@ -65,53 +77,67 @@ async def process(ctx: OcrContext, request: OCRRequest) -> tuple[Call, dict[str,
         "usage_info": {"pages_processed": len(pages), "doc_size_bytes": len(document.data)},
     }
     if document_format is not None or bbox_format is not None:
-        await _annotate(ctx, call, request, pages, body, document_format, bbox_format)
+        await _annotate(ctx, request, recognised, body, document_format, bbox_format)
     return call, body
 
 
 async def _recognise(
-    ctx: OcrContext, call: Call, request: OCRRequest, document: Document
-) -> list[PageResult]:
+    ctx: OcrContext,
+    call: Call[OcrEngine],
+    request: OCRRequest,
+    document: Document,
+    *,
+    with_image_texts: bool,
+) -> _Recognised:
+    """The pages, recognised through the gateway (which maps engine failures and accounts for
+    the call, with its pages, also when the document turns out unreadable)."""
     prepared = await prepare(document, request.pages, ctx.settings.ocr_max_pages)
     try:
         await ctx.gateway.admit(call, 0)
-        options = ImageOptions(
-            limit=request.image_limit,
-            min_size=request.image_min_size or 0,
+        options = ImageOptions(limit=request.image_limit, min_size=request.image_min_size or 0)
+        return await ctx.gateway.run(
+            call,
+            lambda engine: _pages(engine, prepared, options, with_image_texts=with_image_texts),
+            lambda recognised: Report(pages=len(recognised.pages)),
         )
-        try:
-            # Engine failures are accounted and mapped (4xx kept, 5xx → 502) by the gateway.
-            pages = await ctx.gateway.invoke(
-                call, recognise(call.engine, prepared, options), None, None
-            )
-        except AppError as exc:
-            if not isinstance(exc.__cause__, EngineError):  # else the gateway accounted it
-                await ctx.gateway.finish(call, None, None, None, None, exc.status_code)
-            raise
     finally:
         await prepared.close()
-    await ctx.gateway.finish(call, None, None, None, None, 200, pages=len(pages))
-    return pages
+
+
+async def _pages(
+    engine: OcrEngine, prepared: Prepared, options: ImageOptions, *, with_image_texts: bool
+) -> _Recognised:
+    pages = await recognise(engine, prepared, options)
+    texts: list[list[str]] = []
+    if with_image_texts:
+        for page in pages:
+            page_texts = []
+            for image in page.images:
+                lines = await engine.recognize(OcrImage(image.image, image.id))
+                page_texts.append(
+                    "\n".join(line.text for line in sorted(lines, key=lambda x: x.box[1]))
+                )
+            texts.append(page_texts)
+    return _Recognised(pages, texts)
 
 
 async def _annotate(
     ctx: OcrContext,
-    call: Call,
     request: OCRRequest,
-    pages: list[PageResult],
+    recognised: _Recognised,
     body: dict[str, Any],
     document_format: dict[str, Any] | None,
     bbox_format: dict[str, Any] | None,
 ) -> None:
     model = annotation_model(ctx.gateway, ctx.settings.ocr_annotation_model)
+    pages = recognised.pages
     if bbox_format is not None:
-        for page, page_body in zip(pages, body["pages"], strict=True):
-            for image, image_body in zip(page.images, page_body["images"], strict=True):
-                try:
-                    lines = await call.engine.recognize(OcrImage(image.image, image.id))
-                except EngineError as exc:  # the OCR call is accounted already
-                    raise engine_failure(exc, call.model) from exc
-                text = "\n".join(line.text for line in sorted(lines, key=lambda x: x.box[1]))
+        for page, page_body, texts in zip(
+            pages, body["pages"], recognised.image_texts, strict=True
+        ):
+            for image, image_body, text in zip(
+                page.images, page_body["images"], texts, strict=True
+            ):
                 where = (
                     f"{image.id} on page {page.index} ({page.width}x{page.height} px), box "
                     f"left {image.box[0]}, top {image.box[1]}, right {image.box[2]}, "
@@ -137,7 +163,10 @@ def _data_url(document: Document) -> str:
     return f"data:{document.mimetype};base64," + base64.b64encode(document.data).decode("ascii")
 
 
-async def _upstream(ctx: OcrContext, call: Call, request: OCRRequest) -> dict[str, Any]:
+async def _upstream(
+    ctx: OcrContext, call: Call[OcrEngine], engine: OcrDocumentEngine, request: OCRRequest
+) -> dict[str, Any]:
+    """The whole request run by an upstream platform (`engine`, the call's own engine)."""
     body = request.model_dump(mode="json", exclude_none=True)
     body["model"] = call.upstream
     if isinstance(request.document, FileChunk):
@@ -149,13 +178,14 @@ async def _upstream(ctx: OcrContext, call: Call, request: OCRRequest) -> dict[st
             if document.kind == "pdf"
             else {"type": "image_url", "image_url": url}
         )
+    await ctx.release()
     await ctx.gateway.admit(call, 0)
-    answer: dict[str, Any] = await ctx.gateway.invoke(
-        call, call.engine.process_document(body), None, None
-    )
-    usage = answer.get("usage_info")
-    processed = usage.get("pages_processed") if isinstance(usage, dict) else None
-    pages = processed if isinstance(processed, int) else len(answer["pages"])
-    await ctx.gateway.finish(call, None, None, None, None, 200, pages=pages)
+    answer = await ctx.gateway.run(call, lambda _: engine.process_document(body), _upstream_report)
     answer["model"] = request.model
     return answer
+
+
+def _upstream_report(answer: dict[str, Any]) -> Report:
+    usage = answer.get("usage_info")
+    processed = usage.get("pages_processed") if isinstance(usage, dict) else None
+    return Report(pages=processed if isinstance(processed, int) else len(answer["pages"]))

@@ -50,11 +50,6 @@ class KeyCache:
             if principal.key_id == key_id:
                 del self._entries[key_hash]
 
-    def invalidate_keys(self, key_ids: set[str]) -> None:
-        for key_hash, (principal, _) in list(self._entries.items()):
-            if principal.key_id in key_ids:
-                del self._entries[key_hash]
-
     def invalidate_workspace(self, workspace_id: str) -> None:
         """Drop every key of a workspace (archived): they are read again, and refused."""
         for key_hash, (principal, _) in list(self._entries.items()):

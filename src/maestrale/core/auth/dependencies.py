@@ -16,16 +16,17 @@ from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.db import Database
 from maestrale.core.errors import Unauthorized
+from maestrale.dependencies import app_services
 
 _BEARER = "bearer "
 
 
 async def resolve_key(request: Request, key: str) -> Principal | None:
-    cache: KeyCache = request.app.state.key_cache
+    cache: KeyCache = app_services(request).key_cache
     key_hash = hash_key(key)
     principal = cache.get(key_hash)
     if principal is None:
-        db: Database = request.app.state.db
+        db: Database = app_services(request).db
         async with db.sessionmaker() as session:
             principal = await KeyRepository(session).principal_for_hash(key_hash)
         if principal is None:

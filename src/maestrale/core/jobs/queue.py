@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database, UTCDateTime
 from maestrale.core.jobs.tables import Job, JobStatus
+from maestrale.core.uow import AfterCommit, unit_of_work
 
 logger = logging.getLogger("maestrale.jobs")
 MAX_ERROR_CHARS = 4000
@@ -107,13 +108,19 @@ class JobQueue:
         delay = min(self.backoff_cap, self.backoff_base * self.backoff_factor ** (attempts - 1))
         return delay + random.uniform(0, delay * self.jitter)
 
-    # fmt: off
     async def enqueue(
-        self, session: AsyncSession, kind: str, payload: Mapping[str, Any], *,
-        tenant: Tenant | None = None, max_attempts: int = 5, run_at: datetime | None = None,
-        delay: float | timedelta | None = None, dedupe_key: str | None = None, priority: int = 0,
+        self,
+        session: AsyncSession,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        tenant: Tenant | None = None,
+        max_attempts: int = 5,
+        run_at: datetime | None = None,
+        delay: float | timedelta | None = None,
+        dedupe_key: str | None = None,
+        priority: int = 0,
     ) -> Job:
-        # fmt: on
         """Add a job in the caller's transaction (flushed, never committed). With a `dedupe_key`
         that already exists the existing job is returned; dedupe keys are global, so callers
         namespace them (e.g. `batch:<batch id>`)."""
@@ -121,12 +128,16 @@ class JobQueue:
             raise ValueError("give run_at or delay, not both")
         if not isinstance(delay, timedelta):
             delay = timedelta(seconds=delay or 0)
-        tenancy = (tenant.organization_id, tenant.workspace_id) if tenant else (None, None)
-        values: dict[str, Any] = dict(
-            kind=kind, payload=dict(payload), priority=priority, max_attempts=max_attempts,
-            run_at=run_at if run_at is not None else utcnow() + delay, dedupe_key=dedupe_key,
-            organization_id=tenancy[0], workspace_id=tenancy[1],
-        )  # fmt: skip
+        values: dict[str, Any] = {
+            "kind": kind,
+            "payload": dict(payload),
+            "priority": priority,
+            "max_attempts": max_attempts,
+            "run_at": run_at if run_at is not None else utcnow() + delay,
+            "dedupe_key": dedupe_key,
+            "organization_id": tenant.organization_id if tenant else None,
+            "workspace_id": tenant.workspace_id if tenant else None,
+        }
         if dedupe_key is None:
             job = Job(**values)
             session.add(job)
@@ -192,17 +203,27 @@ class JobQueue:
                 _update()
                 .where(Job.id.in_(sa.select(chosen.c.id)), _claimable(Job, now))
                 .values(
-                    status=_RUNNING, attempts=Job.attempts + 1, lease_token=token,
-                    lease_owner=owner, updated_at=now,
+                    status=_RUNNING,
+                    attempts=Job.attempts + 1,
+                    lease_token=token,
+                    lease_owner=owner,
+                    updated_at=now,
                     lease_expires_at=now + timedelta(seconds=self.lease_seconds),
                     started_at=sa.func.coalesce(Job.started_at, sa.literal(now, UTCDateTime())),
                 )
                 .returning(
-                    Job.id, Job.kind, Job.payload, Job.attempts.label("attempt"),
-                    Job.max_attempts, Job.priority, Job.run_at, Job.lease_token.label("token"),
-                    Job.organization_id, Job.workspace_id,
+                    Job.id,
+                    Job.kind,
+                    Job.payload,
+                    Job.attempts.label("attempt"),
+                    Job.max_attempts,
+                    Job.priority,
+                    Job.run_at,
+                    Job.lease_token.label("token"),
+                    Job.organization_id,
+                    Job.workspace_id,
                 )
-            )  # fmt: skip
+            )
             jobs = [ClaimedJob(owner=owner, **row._mapping) for row in claimed.all()]
         return sorted(jobs, key=lambda job: (-job.priority, job.run_at))
 
@@ -218,10 +239,13 @@ class JobQueue:
             .values(
                 status=_if_cancel_requested(_CANCELLED, JobStatus.FAILED),
                 last_error=_if_cancel_requested("cancelled; lease expired", exhausted),
-                lease_token=None, lease_expires_at=None, finished_at=now, updated_at=now,
+                lease_token=None,
+                lease_expires_at=None,
+                finished_at=now,
+                updated_at=now,
             )
             .returning(Job.id, Job.status)
-        )  # fmt: skip
+        )
         for job_id, status in swept.all():
             logger.warning("job %s %s: its lease expired", job_id, status)
 
@@ -230,31 +254,42 @@ class JobQueue:
         now = utcnow()
         async with self.db.session() as session:
             cancel_requested = await _set(
-                session, _held(job_id, token), Job.cancel_requested,
-                lease_expires_at=now + timedelta(seconds=self.lease_seconds), updated_at=now,
-            )  # fmt: skip
+                session,
+                _held(job_id, token),
+                Job.cancel_requested,
+                lease_expires_at=now + timedelta(seconds=self.lease_seconds),
+                updated_at=now,
+            )
         return Heartbeat(cancel_requested is not None, bool(cancel_requested))
 
-    # fmt: off
     async def complete(
-        self, job_id: str, token: str, result: dict[str, Any] | None, *,
+        self,
+        job_id: str,
+        token: str,
+        result: dict[str, Any] | None,
+        *,
         effects: Effects | None = None,
+        after_commit: Sequence[AfterCommit] = (),
     ) -> bool:
-        # fmt: on
-        """Succeed the job and run `effects` in that transaction, only if `token` still holds
-        the lease (else False, no effects); if `effects` raises, nothing commits."""
-        async with self.db.session() as session:
+        """Succeed the job and run `effects` in that unit of work, only if `token` still holds
+        the lease (else False, no effects); if `effects` raises, nothing commits. The
+        `after_commit` actions run once it has committed, never otherwise."""
+        async with unit_of_work(self.db.sessionmaker) as work:
             # The fenced UPDATE comes first: it takes the row (or SQLite's write) lock, so no
             # claim can slip in before the effects commit.
             done = await _end_lease(
-                session, _held(job_id, token),
-                status=JobStatus.SUCCEEDED, finished_at=utcnow(),
+                work.session,
+                _held(job_id, token),
+                status=JobStatus.SUCCEEDED,
+                finished_at=utcnow(),
                 result=sa.null() if result is None else result,
-            )  # fmt: skip
+            )
             if done is None:
                 return False
+            for action in after_commit:
+                work.on_commit(action)
             if effects is not None:
-                await effects(session)
+                await effects(work.session)
         return True
 
     async def fail(self, job_id: str, token: str, error: str, *, retry: bool = True) -> str | None:
@@ -269,12 +304,13 @@ class JobQueue:
             now, again = utcnow(), retry and row.attempts < row.max_attempts
             finished = sa.literal(now, UTCDateTime())
             status = await _end_lease(
-                session, _held(job_id, token),
+                session,
+                _held(job_id, token),
                 status=_if_cancel_requested(_CANCELLED, _QUEUED if again else JobStatus.FAILED),
                 finished_at=_if_cancel_requested(finished, sa.null() if again else finished),
                 run_at=now + timedelta(seconds=self.backoff(row.attempts)) if again else Job.run_at,
                 last_error=error,
-            )  # fmt: skip
+            )
         return None if status is None else str(status)
 
     async def release(self, job_id: str, token: str, reason: str) -> bool:
@@ -283,12 +319,14 @@ class JobQueue:
         finished = sa.literal(now := utcnow(), UTCDateTime())
         async with self.db.session() as session:
             status = await _end_lease(
-                session, _held(job_id, token),
+                session,
+                _held(job_id, token),
                 status=_if_cancel_requested(_CANCELLED, _QUEUED),
                 attempts=_if_cancel_requested(Job.attempts, Job.attempts - 1),
                 finished_at=_if_cancel_requested(finished, sa.null()),
-                run_at=now, last_error=reason,
-            )  # fmt: skip
+                run_at=now,
+                last_error=reason,
+            )
         return status is not None
 
     async def next_due(self, kinds: Collection[str]) -> datetime | None:

@@ -56,13 +56,22 @@ async def run_worker(
     owner = owner or default_owner()
     if not registry.kinds:
         logger.warning("worker %s has no job kinds registered: it will claim nothing", owner)
+    kinds = sorted(registry.kinds)
     logger.info(
         "worker %s started: kinds=%s concurrency=%d lease=%ss",
-        owner, sorted(registry.kinds), concurrency, lease_seconds,
-    )  # fmt: skip
+        owner,
+        kinds,
+        concurrency,
+        lease_seconds,
+    )
     worker = Worker(
-        db, registry, owner=owner, concurrency=concurrency,
-        lease_seconds=lease_seconds, poll_seconds=poll_seconds, grace_seconds=grace_seconds,
-    )  # fmt: skip
+        db,
+        registry,
+        owner=owner,
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        poll_seconds=poll_seconds,
+        grace_seconds=grace_seconds,
+    )
     await worker.run(stop)
     logger.info("worker %s stopped", owner)

@@ -12,9 +12,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.core.jobs.queue import ClaimedJob, Effects, Heartbeat, JobQueue
+from maestrale.core.uow import AfterCommit
 
 logger = logging.getLogger("maestrale.jobs")
 FIRST = asyncio.FIRST_COMPLETED
@@ -64,8 +66,9 @@ class JobRegistry:
 
 
 class JobContext:
-    """What a handler gets: the job, the database (open your own sessions), a heartbeat, the
-    cancellation state, and `on_complete` to commit side effects with the completion."""
+    """What a handler gets: the job, the database (open your own short units of work; never
+    across a model or network call), a heartbeat, the cancellation state, `on_complete` to
+    commit side effects with the completion and `after_complete` to act once it committed."""
 
     def __init__(self, job: ClaimedJob, db: Database, queue: JobQueue) -> None:
         self.job_id, self.kind, self.payload = job.id, job.kind, job.payload
@@ -76,6 +79,14 @@ class JobContext:
         self.lease_lost = False
         self.cancel_requested = False
         self._effects: list[Effects] = []
+        self._after: list[AfterCommit] = []
+
+    @property
+    def tenant(self) -> Tenant:
+        """The workspace the job was enqueued for: what its repositories are scoped to."""
+        if self.organization_id is None or self.workspace_id is None:
+            raise PermanentJobError(f"job {self.job_id} ({self.kind}) has no workspace")
+        return Tenant(self.organization_id, self.workspace_id)
 
     @property
     def interrupted(self) -> bool:
@@ -100,9 +111,15 @@ class JobContext:
         self.check()
 
     def on_complete(self, effects: Effects) -> None:
-        """Run `effects(session)` in the transaction that marks the job succeeded: they commit
+        """Run `effects(session)` in the unit of work that marks the job succeeded: they commit
         exactly once, and never if the lease was lost."""
         self._effects.append(effects)
+
+    def after_complete(self, action: AfterCommit) -> None:
+        """Run `action()` (sync or async) once that unit of work has committed, never if the
+        lease was lost or an effect failed: for what must not run inside a transaction (removing
+        blobs, calling out). Register it before the handler returns."""
+        self._after.append(action)
 
     async def run_effects(self, session: AsyncSession) -> None:
         """Apply the registered effects (called by the worker inside the completion)."""
@@ -287,7 +304,9 @@ class Worker:
             return
         effects = ctx.run_effects if ctx._effects else None
         try:
-            done = await self.queue.complete(ctx.job_id, ctx._token, result, effects=effects)
+            done = await self.queue.complete(
+                ctx.job_id, ctx._token, result, effects=effects, after_commit=ctx._after
+            )
         except Exception as exc:
             text = describe_error(exc, ctx.payload)
             status = await self.queue.fail(ctx.job_id, ctx._token, f"completing: {text}")

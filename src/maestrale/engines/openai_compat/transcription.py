@@ -40,11 +40,13 @@ __all__ = ["Dialect", "TranscriptionPassthrough", "create_engine"]
 Dialect = Literal["mistral", "openai"]
 _PATH = "/audio/transcriptions"
 # Whisper-style servers name the language in English; the platform answers with a code.
+_LANGUAGE_TABLE = """
+english:en french:fr german:de spanish:es italian:it portuguese:pt dutch:nl hindi:hi
+japanese:ja chinese:zh korean:ko russian:ru arabic:ar polish:pl turkish:tr
+"""
 _LANGUAGE_CODES = {
-    "english": "en", "french": "fr", "german": "de", "spanish": "es", "italian": "it",
-    "portuguese": "pt", "dutch": "nl", "hindi": "hi", "japanese": "ja", "chinese": "zh",
-    "korean": "ko", "russian": "ru", "arabic": "ar", "polish": "pl", "turkish": "tr",
-}  # fmt: skip
+    name: code for name, code in (entry.split(":") for entry in _LANGUAGE_TABLE.split())
+}
 
 
 def _quoted(value: str) -> str:

@@ -1,0 +1,1 @@
+"""User groups, their members and workspace assignments (/v1/admin/user-groups)."""

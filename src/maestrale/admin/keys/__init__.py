@@ -1,0 +1,1 @@
+"""Workspace API keys of the organization (/v1/admin/api-keys)."""

@@ -1,0 +1,1 @@
+"""Workspaces of the organization and their members (/v1/admin/workspaces)."""

@@ -1,0 +1,86 @@
+"""The unit of work: one session and its transaction, owned by a request or a job, and the one way
+to act once it has committed.
+
+Services only flush; the owner commits (the route class for a request, the runner for a job).
+Work that must follow the commit and never precede it (dropping cache entries here and on every
+replica, keeping a copy of what was written) is registered with `on_commit` and runs after a
+successful commit only; a rollback forgets it.
+
+`release()` ends the transaction before a model, tool or network call (DESIGN §3): a read-only
+transaction is simply committed, which returns the connection to the pool and, on SQLite, lets
+writers go on. The session stays usable: its next statement begins a new transaction.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+AfterCommit = Callable[[], Awaitable[None] | None]
+
+
+class UnitOfWork:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self._sessionmaker = sessionmaker
+        self._session: AsyncSession | None = None
+        self._after: list[AfterCommit] = []
+
+    @property
+    def session(self) -> AsyncSession:
+        """The session, opened on first use (no connection is taken before a statement runs)."""
+        if self._session is None:
+            self._session = self._sessionmaker()
+        return self._session
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._session is not None and self._session.in_transaction()
+
+    def on_commit(self, action: AfterCommit) -> None:
+        """Run `action` (a function, sync or async) once the transaction has committed."""
+        self._after.append(action)
+
+    async def commit(self) -> None:
+        """Commit, then run the actions registered with `on_commit`, in order."""
+        if self._session is not None and self._session.in_transaction():
+            await self._session.commit()
+        actions, self._after = self._after, []
+        for action in actions:
+            outcome = action()
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    async def rollback(self) -> None:
+        """Roll back and forget the actions registered since the last commit."""
+        self._after = []
+        if self._session is not None and self._session.in_transaction():
+            await self._session.rollback()
+
+    async def release(self) -> None:
+        """End the transaction under way (committing what it wrote) before a remote call, so
+        that no connection, lock or snapshot is held while the call runs."""
+        await self.commit()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+@asynccontextmanager
+async def unit_of_work(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[UnitOfWork]:
+    """A unit of work that commits when the block succeeds and rolls back when it raises."""
+    work = UnitOfWork(sessionmaker)
+    try:
+        yield work
+        await work.commit()
+    except BaseException:
+        await work.rollback()
+        raise
+    finally:
+        await work.close()

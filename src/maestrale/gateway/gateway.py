@@ -1,0 +1,259 @@
+"""The gateway: resolve the model, check the request, admit it (limits hooks), call the engine,
+map its failures, and account for the call off the hot path.
+
+Every model call goes through it (endpoints, batch lines, conversation turns, agent completions,
+judges, guardrails, OCR annotations), so that each is validated, limited and recorded the same
+way: `open` the call for a capability (which types its engine), validate the request against
+`call.spec`, `admit` it, then `run` it (or `stream` it), which accounts for it on success and on
+failure alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from maestrale.accounting.recorder import Recorder
+from maestrale.catalog.config import ModelSpec
+from maestrale.catalog.repository import FineTunedModelRepository
+from maestrale.catalog.service import ModelNotFound
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.db import Database
+from maestrale.core.errors import AppError, BadRequest
+from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
+from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.types import (
+    ChatChunk,
+    ChatRequest,
+    ChatResult,
+    EmbeddingRequest,
+    EmbeddingResult,
+    EngineError,
+    FimRequest,
+    Usage,
+)
+from maestrale.gateway import accounting, streams
+from maestrale.gateway.call import (
+    CLIENT_CLOSED,
+    NOTHING,
+    Call,
+    Report,
+    engine_failure,
+    usage_report,
+)
+from maestrale.gateway.capabilities import Capability
+from maestrale.gateway.hooks import Caller, CallHook, CallInfo
+from maestrale.gateway.streams import ChatTally, Tally
+
+E = TypeVar("E")
+R = TypeVar("R")
+T = TypeVar("T")
+
+Messages = list[dict[str, Any]]
+
+
+class ModelUnsupported(BadRequest):
+    code = "model_capability_missing"
+
+
+def _chat_report(result: ChatResult) -> Report:
+    return Report(result.usage, [choice.message for choice in result.choices])
+
+
+class Gateway:
+    """The one path of every model call (see the module's docstring)."""
+
+    def __init__(
+        self,
+        registry: EngineRegistry,
+        recorder: Recorder,
+        db: Database,
+        hooks: Sequence[CallHook] = (),
+    ) -> None:
+        self.registry = registry
+        self.recorder = recorder
+        self.db = db
+        self.hooks = list(hooks)
+
+    async def _resolve(self, caller: Caller, name: str) -> tuple[ModelSpec, object, str]:
+        resolved = self.registry.resolve(name)
+        if resolved is not None:
+            return resolved.spec, resolved.engine, resolved.spec.upstream_model or resolved.spec.id
+        if name.startswith("ft:"):
+            tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
+            async with self.db.sessionmaker() as session:
+                row = await FineTunedModelRepository(session, tenant).get(name)
+            if row is not None:
+                if row.archived:
+                    raise BadRequest(f"model {name!r} is archived", code="model_archived")
+                base = self.registry.resolve(row.root)
+                if base is None:
+                    raise ModelNotFound(f"the base model {row.root!r} of {name!r} is not served")
+                return base.spec, base.engine, row.artifact or base.spec.upstream_model or row.root
+        raise ModelNotFound(f"model {name!r} not found", param="model")
+
+    async def open(
+        self,
+        caller: Caller,
+        model: str,
+        capability: Capability[E],
+        *,
+        correlation_id: str,
+        source: str = "api",
+    ) -> Call[E]:
+        """The call of `caller` to `model` (an id, an alias or a workspace's fine-tuned model)
+        for `capability`: 404 `model_not_found` for an unknown model, 400 for an archived one
+        or one that does not serve the capability. Nothing is reserved or accounted yet."""
+        spec, engine, upstream = await self._resolve(caller, model)
+        typed = capability.engine_of(engine)
+        if typed is None or not spec.has(capability.catalog_name):
+            raise ModelUnsupported(
+                f"model {model!r} does not serve {capability.what}", param="model"
+            )
+        endpoint = capability.endpoint
+        info = CallInfo(caller, spec, endpoint, 0)
+        return Call(caller, spec, typed, model, upstream, endpoint, correlation_id, source, info)
+
+    async def admit(self, call: Call[E], max_tokens_estimate: int) -> None:
+        """Run every hook's `before_call` (limits) once the request is known to be valid; each
+        hook's reservation is kept for its own `after_call`. A hook's refusal (its AppError:
+        429, spend limit...) hands back the reservations of the hooks before it, and is raised."""
+        call.info = CallInfo(call.caller, call.spec, call.endpoint, max_tokens_estimate)
+        for hook in self.hooks:
+            try:
+                reservation = await hook.before_call(call.info)
+            except BaseException:
+                await accounting.reconcile(call, Usage(), 0.0)
+                raise
+            call.reservations.append((hook, reservation))
+
+    async def run(
+        self,
+        call: Call[E],
+        work: Callable[[E], Awaitable[R]],
+        report: Callable[[R], Report],
+        *,
+        messages: Messages | None = None,
+        tools: Messages | None = None,
+    ) -> R:
+        """Run `work` on the call's engine, timed, and account for the call: with
+        `report(result)` and status 200 on success; with the failure's status otherwise, an
+        engine failure being raised as the client sees it (4xx kept, 504, else 502). Given
+        `messages` (and the offered `tools`), the call is also recorded as a chat completion
+        event. No database connection may be held by the calling task."""
+        self.db.check_released(f"a call to model {call.model!r}")
+        started = time.perf_counter()
+        try:
+            result = await work(call.engine)
+            outcome = report(result)
+        except EngineError as exc:
+            await self._failed(call, started, exc.status, messages, tools)
+            raise engine_failure(exc, call.model) from exc
+        except AppError as exc:  # the work's own refusal (a document OCR cannot read...)
+            await self._failed(call, started, exc.status_code, messages, tools)
+            raise
+        except BaseException as exc:
+            status = CLIENT_CLOSED if isinstance(exc, asyncio.CancelledError) else 500
+            await self._failed(call, started, status, messages, tools)
+            raise
+        call.engine_seconds = time.perf_counter() - started
+        await accounting.account(self.recorder, call, 200, outcome, messages, tools)
+        return result
+
+    async def _failed(
+        self,
+        call: Call[E],
+        started: float,
+        status: int,
+        messages: Messages | None,
+        tools: Messages | None,
+    ) -> None:
+        call.engine_seconds = time.perf_counter() - started
+        await accounting.account(self.recorder, call, status, NOTHING, messages, tools)
+
+    async def stream(
+        self,
+        call: Call[E],
+        start: Callable[[E], AsyncIterator[T]],
+        tally: Tally[T],
+        *,
+        messages: Messages | None = None,
+        tools: Messages | None = None,
+    ) -> tuple[T | None, AsyncGenerator[T, None]]:
+        """Start the stream `start` opens on the call's engine: its first item (None when it
+        ends before one) and the rest. A failure before the first item is accounted and raised
+        as the client sees it (4xx kept, 504, else 502), before any response is sent. The rest
+        accounts for the call with `tally.report()` when it ends, fails (raised mapped) or is
+        closed before its end (499): close it when done with it. `messages` and `tools` as for
+        `run`. No database connection may be held by the calling task."""
+        self.db.check_released(f"a call to model {call.model!r}")
+
+        async def account(status: int, report: Report) -> None:
+            await accounting.account(self.recorder, call, status, report, messages, tools)
+
+        items = streams.accounted(call, start, tally, account)
+        try:
+            first: T | None = await anext(items)
+        except StopAsyncIteration:  # ended, and accounted
+            first = None
+        return first, items
+
+    # Typed shortcuts of `run` and `stream` for the calls with a chat-shaped answer.
+
+    async def chat(self, call: Call[ChatEngine], request: ChatRequest) -> ChatResult:
+        """Run a chat completion, recorded as a chat completion event."""
+        request.model = call.upstream
+        return await self.run(
+            call,
+            lambda engine: engine.chat(request),
+            _chat_report,
+            messages=request.messages,
+            tools=request.tools,
+        )
+
+    async def fim(self, call: Call[FimEngine], request: FimRequest) -> ChatResult:
+        """Run a FIM completion, recorded as a chat completion event of its prompt."""
+        request.model = call.upstream
+        messages = [{"role": "user", "content": request.prompt}]
+        return await self.run(
+            call, lambda engine: engine.fim(request), _chat_report, messages=messages
+        )
+
+    async def embed(
+        self, call: Call[EmbeddingsEngine], request: EmbeddingRequest
+    ) -> EmbeddingResult:
+        """Run an embeddings call (a usage row, no event)."""
+        request.model = call.upstream
+        return await self.run(call, lambda engine: engine.embed(request), usage_report)
+
+    async def stream_chat(
+        self, call: Call[ChatEngine], request: ChatRequest
+    ) -> tuple[ChatChunk, AsyncGenerator[ChatChunk, None]]:
+        """Start a streamed chat completion: its first chunk and the rest (see `stream`)."""
+        request.model = call.upstream
+        first, rest = await self.stream(
+            call,
+            lambda engine: engine.chat_stream(request),
+            ChatTally(),
+            messages=request.messages,
+            tools=request.tools,
+        )
+        return (_empty_chunk() if first is None else first), rest
+
+    async def stream_fim(
+        self, call: Call[FimEngine], request: FimRequest
+    ) -> tuple[ChatChunk, AsyncGenerator[ChatChunk, None]]:
+        """Start a streamed FIM completion: its first chunk and the rest (see `stream`)."""
+        request.model = call.upstream
+        messages = [{"role": "user", "content": request.prompt}]
+        first, rest = await self.stream(
+            call, lambda engine: engine.fim_stream(request), ChatTally(), messages=messages
+        )
+        return (_empty_chunk() if first is None else first), rest
+
+
+def _empty_chunk() -> ChatChunk:
+    # What a stream that ended before its first chunk answers.
+    return ChatChunk(index=0, delta={}, finish_reason="stop", usage=Usage())

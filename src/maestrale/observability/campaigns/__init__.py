@@ -1,0 +1,1 @@
+"""Campaigns: a judge run, as a durable job, over the events a search selects."""

@@ -1,0 +1,1 @@
+"""Datasets of conversations: records, imports (durable tasks) and the JSONL export."""

@@ -1,0 +1,1 @@
+"""Chat completion events: search, fields and their options, similar events."""

@@ -1,0 +1,170 @@
+"""All SQL of chat completion events, scoped to the caller's workspace."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, desc, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.db import Database
+from maestrale.core.pagination import keyset_after
+from maestrale.observability.events.tables import ChatCompletionEvent as E
+from maestrale.observability.fields import FieldSpec
+from maestrale.observability.filters import extra_string
+
+MAX_OPTIONS = 100
+FIELD_SAMPLE = 1000
+# Options of unindexed fields come from the workspace's latest events only (bounded cost).
+OPTION_WINDOW = 10_000
+# Columns indexed right after workspace_id (ix_cce_ws_model_created): exact options, cheaply.
+INDEXED_OPTIONS = frozenset({"model"})
+# search-ids: ids per database fetch and per chunk of the response body.
+ID_CHUNK = 2000
+
+
+class EventRepository:
+    def __init__(self, session: AsyncSession, tenant: Tenant) -> None:
+        self.session = session
+        self.tenant = tenant
+
+    @property
+    def dialect(self) -> str:
+        bind = self.session.get_bind()
+        return bind.dialect.name
+
+    def select(self) -> Select[E]:
+        return select(E).where(E.workspace_id == self.tenant.workspace_id)
+
+    async def get(self, event_id: str) -> E | None:
+        stmt = self.select().where(E.id == event_id)
+        row: E | None = (await self.session.execute(stmt)).scalar_one_or_none()
+        return row
+
+    async def by_ids(self, event_ids: Sequence[str]) -> list[E]:
+        """The events of these ids found in the workspace, in no particular order."""
+        stmt = self.select().where(E.id.in_(list(event_ids)))
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def found_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of these ids are events of the workspace."""
+        stmt = select(E.id).where(
+            E.workspace_id == self.tenant.workspace_id, E.id.in_(list(event_ids))
+        )
+        return set((await self.session.execute(stmt)).scalars())
+
+    async def newest_ids(self, where: ColumnElement[bool], limit: int) -> list[str]:
+        """The ids of the newest `limit` events matching `where`, newest first."""
+        stmt = (
+            select(E.id)
+            .where(E.workspace_id == self.tenant.workspace_id, where)
+            .order_by(desc(E.created_at), desc(E.id))
+            .limit(limit)
+        )
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def search(
+        self, where: ColumnElement[bool], limit: int, after: tuple[datetime, str] | None
+    ) -> list[E]:
+        stmt = self.select().where(where)
+        if after is not None:
+            # The redundant bound on created_at alone lets both planners seek the index to the
+            # cursor (the OR of keyset_after is otherwise only a filter over the newer rows).
+            stmt = stmt.where(
+                E.created_at <= after[0],
+                keyset_after([E.created_at, E.id], list(after), descending=True),
+            )
+        stmt = stmt.order_by(desc(E.created_at), desc(E.id)).limit(limit)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def extra_samples(self) -> list[dict[str, Any]]:
+        stmt = (
+            select(E.extra_fields)
+            .where(E.workspace_id == self.tenant.workspace_id)
+            .order_by(desc(E.created_at))
+            .limit(FIELD_SAMPLE)
+        )
+        return [row or {} for row in (await self.session.execute(stmt)).scalars()]
+
+    def _value(self, spec: FieldSpec) -> Any:
+        if spec.column is not None:
+            return getattr(E, spec.column)
+        return extra_string(spec.extra_key or "", self.dialect)
+
+    async def options(self, spec: FieldSpec) -> list[str]:
+        """The field's distinct values (at most MAX_OPTIONS, in order). A column led by an index
+        after workspace_id is read exactly with a loose index scan (one seek per value); other
+        fields, whose values sit in every row, from the latest OPTION_WINDOW events only, so the
+        cost stays bounded whatever the workspace's size."""
+        if spec.column in INDEXED_OPTIONS:
+            return await self._indexed_options(getattr(E, spec.column))
+        value = self._value(spec)
+        stmt = (
+            select(value)
+            .where(E.workspace_id == self.tenant.workspace_id, value.is_not(None))
+            .distinct()
+            .order_by(value)
+            .limit(MAX_OPTIONS)
+        )
+        since = await self._window_start()
+        if since is not None:
+            stmt = stmt.where(E.created_at >= since)
+        return [str(v) for v in (await self.session.execute(stmt)).scalars()]
+
+    async def _window_start(self) -> datetime | None:
+        """The created_at of the OPTION_WINDOW-th newest event (None when fewer): a separate
+        query, so the options query gets a plain range the planners seek on the index."""
+        stmt = (
+            select(E.created_at)
+            .where(E.workspace_id == self.tenant.workspace_id)
+            .order_by(desc(E.created_at))
+            .offset(OPTION_WINDOW - 1)
+            .limit(1)
+        )
+        since: datetime | None = (await self.session.execute(stmt)).scalar_one_or_none()
+        return since
+
+    async def _indexed_options(self, col: Any) -> list[str]:
+        # WITH RECURSIVE v AS (min(col) UNION ALL (SELECT min(col) WHERE col > v)): the
+        # "loose index scan" both SQLite and Postgres plan as one index seek per distinct value.
+        ws = E.workspace_id == self.tenant.workspace_id
+        values = select(func.min(col).label("v")).where(ws).cte("option_values", recursive=True)
+        following = select(func.min(col)).where(ws, col > values.c.v).scalar_subquery()
+        values = values.union_all(select(following).where(values.c.v.is_not(None)))
+        stmt = select(values.c.v).where(values.c.v.is_not(None)).limit(MAX_OPTIONS)
+        return [str(v) for v in (await self.session.execute(stmt)).scalars()]
+
+    async def option_counts(
+        self, spec: FieldSpec, where: ColumnElement[bool]
+    ) -> list[tuple[str, int]]:
+        value = self._value(spec)
+        count = func.count().label("n")
+        stmt = (
+            select(value.label("v"), count)
+            .where(E.workspace_id == self.tenant.workspace_id, value.is_not(None), where)
+            .group_by(value)
+            .order_by(desc(count), value)
+            .limit(MAX_OPTIONS)
+        )
+        return [(str(v), int(n)) for v, n in (await self.session.execute(stmt)).all()]
+
+
+async def stream_ids(
+    db: Database, tenant: Tenant, where: ColumnElement[bool], chunk: int | None = None
+) -> AsyncIterator[list[str]]:
+    """Every matching id, newest first, in chunks of `chunk` read from a server-side cursor
+    (Postgres) or a stepped statement (SQLite): never the whole list in memory."""
+    size = chunk or ID_CHUNK
+    stmt = (
+        select(E.id)
+        .where(E.workspace_id == tenant.workspace_id, where)
+        .order_by(desc(E.created_at), desc(E.id))
+        .execution_options(yield_per=size)
+    )
+    async with db.sessionmaker() as session:
+        result = await session.stream_scalars(stmt)
+        async for part in result.partitions(size):
+            yield list(part)

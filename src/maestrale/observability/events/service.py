@@ -1,0 +1,132 @@
+"""Business rules of chat completion events: search pages, ids, fields and their options."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.clock import as_utc
+from maestrale.core.db import Database
+from maestrale.core.errors import AppError
+from maestrale.core.pagination import MAX_PAGE_SIZE, decode_cursor, encode_cursor
+from maestrale.observability import fields as F
+from maestrale.observability.errors import ObservabilityError
+from maestrale.observability.events.repository import EventRepository, stream_ids
+from maestrale.observability.events.schemas import FeedOut, SearchEventsOut, full, preview
+from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.observability.filters import FilterPayload, compile_filters
+
+
+def event_not_found(event_id: str) -> ObservabilityError:
+    return ObservabilityError(
+        f"chat completion event {event_id!r} not found", "SEARCH_NOT_FOUND", status_code=404
+    )
+
+
+class EventService:
+    def __init__(self, repo: EventRepository) -> None:
+        self.repo = repo
+
+    async def get(self, event_id: str) -> dict[str, Any]:
+        event = await self.event(event_id)
+        return full(event).model_dump(mode="json")
+
+    async def event(self, event_id: str) -> ChatCompletionEvent:
+        event = await self.repo.get(event_id)
+        if event is None:
+            raise event_not_found(event_id)
+        return event
+
+    async def search(
+        self,
+        params: FilterPayload,
+        extra_fields: list[str] | None,
+        page_size: int,
+        cursor: str | None,
+    ) -> SearchEventsOut:
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ObservabilityError(
+                f"page_size must be between 1 and {MAX_PAGE_SIZE}", "VALIDATION_ERROR"
+            )
+        where = compile_filters(params, self.repo.dialect)
+        after = _decode(cursor) if cursor else None
+        rows = await self.repo.search(where, page_size + 1, after)
+        more = len(rows) > page_size
+        rows = rows[:page_size]
+        next_cursor = (
+            encode_cursor({"c": rows[-1].created_at.isoformat(), "i": rows[-1].id})
+            if more
+            else None
+        )
+        return SearchEventsOut(
+            completion_events=FeedOut(
+                results=[preview(r, extra_fields) for r in rows], cursor=next_cursor
+            )
+        )
+
+    async def fields(self) -> dict[str, Any]:
+        types: dict[str, set[str]] = {}
+        for extra in await self.repo.extra_samples():
+            for key, value in extra.items():
+                if value is not None and F.EXTRA_KEY.match(str(key)):
+                    types.setdefault(str(key), set()).add(F.value_type(value))
+        extras = [
+            F.extra_field(key, next(iter(kinds)) if len(kinds) == 1 else None)
+            for key, kinds in sorted(types.items())
+        ]
+        specs = [*F.EVENT_FIELDS.values(), *extras]
+        return {
+            "field_definitions": [s.definition() for s in specs],
+            "field_groups": F.FIELD_GROUPS,
+        }
+
+    def _option_field(self, field_name: str) -> F.FieldSpec:
+        spec = F.resolve(field_name, error_code="FIELDS_NOT_FOUND", status=404)
+        if not spec.has_options:
+            raise ObservabilityError(
+                f"field {field_name!r} ({spec.type}) has no options: options exist for ENUM, "
+                "BOOL and extra_fields text fields",
+                "FIELDS_BAD_REQUEST",
+            )
+        return spec
+
+    async def options(self, field_name: str, operator: str) -> dict[str, Any]:
+        spec = self._option_field(field_name)
+        F.check_operator(spec, operator, error_code="FIELDS_BAD_REQUEST")
+        if operator == "isnull":
+            return {"options": [True, False]}
+        return {"options": await self.repo.options(spec)}
+
+    async def option_counts(self, field_name: str, params: FilterPayload | None) -> dict[str, Any]:
+        spec = self._option_field(field_name)
+        where = compile_filters(params, self.repo.dialect)
+        counts = await self.repo.option_counts(spec, where)
+        return {"counts": [{"value": v, "count": n} for v, n in counts]}
+
+
+def _decode(cursor: str) -> tuple[datetime, str]:
+    try:
+        values = decode_cursor(cursor)
+        return as_utc(datetime.fromisoformat(values["c"])), str(values["i"])
+    except (AppError, KeyError, TypeError, ValueError) as exc:
+        raise ObservabilityError("invalid cursor", "VALIDATION_ERROR") from exc
+
+
+async def ids_json(db: Database, tenant: Tenant, params: FilterPayload) -> AsyncIterator[bytes]:
+    """Compile first (errors are 400s), then a generator of the JSON body, chunk by chunk."""
+    where = compile_filters(params, "postgresql" if not db.is_sqlite else "sqlite")
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"completion_event_ids":['
+        first = True
+        async for ids in stream_ids(db, tenant, where):
+            # One write per database chunk: the ids joined, without the brackets.
+            yield (b"" if first else b",") + orjson.dumps(ids)[1:-1]
+            first = False
+        yield b"]}"
+
+    return body()

@@ -1,0 +1,1 @@
+"""Judges: automatic evaluators, their revisions, and live judging through the gateway."""
