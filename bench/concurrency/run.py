@@ -7,8 +7,9 @@ once, on SQLite and on Postgres.
 It starts `maestrale serve --no-worker` (a real uvicorn process, its default settings: a
 Postgres pool of 10 + 10 connections), creates `--appends` conversations on the builtin engine,
 then appends to all of them at once, each append's model waiting `--sleep-ms` (the builtin
-engine's `/sleep`). Meanwhile a probe sends, one after the other, `GET /v1/models` and a plain
-chat completion (no sleep). It prints:
+engine's `/sleep`). Meanwhile a probe (a process of its own) sends, one after the other,
+`GET /v1/models` and a plain chat completion (no sleep). The load's client is aiohttp, whose
+200 requests cost little CPU on this machine's other core. It prints:
 
 * the appends' wall time (first sent to last answered) and their statuses: with nothing held
   during the model calls, all of them answer 200 in about one model call's time;
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -31,7 +33,9 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import httpx
 
 from bench.gateway.run import _stop, _wait_http, free_port
@@ -81,67 +85,72 @@ def percentiles(values: list[float]) -> str:
     )
 
 
-async def probe(client: httpx.AsyncClient, done: asyncio.Event) -> dict[str, list[float]]:
-    """Models list and a plain chat, one after the other, until the load is over."""
+def probe(base: str, stop: Any, results: Any) -> None:
+    """In a process of its own (so that the load's client does not delay it): the models list
+    and a plain chat, one after the other, until `stop` is set; the latencies go to `results`."""
     names = ("GET /v1/models", "POST /v1/chat/completions")
     times: dict[str, list[float]] = {name: [] for name in names}
     chat = {"model": MODEL, "messages": [{"role": "user", "content": "ping"}]}
-    while not done.is_set():
-        for name in names:
-            started = time.perf_counter()
-            if name.startswith("GET"):
-                response = await client.get("/v1/models")
-            else:
-                response = await client.post("/v1/chat/completions", json=chat)
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.status_code == 200:
-                times[name].append(elapsed)
-            else:
-                times.setdefault(f"{name} failed ({response.status_code})", []).append(elapsed)
-        await asyncio.sleep(0.02)
-    return times
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+        while not stop.is_set():
+            for name in names:
+                started = time.perf_counter()
+                if name.startswith("GET"):
+                    response = client.get("/v1/models")
+                else:
+                    response = client.post("/v1/chat/completions", json=chat)
+                elapsed = (time.perf_counter() - started) * 1000
+                key = name if response.status_code == 200 else f"{name} ({response.status_code})"
+                times.setdefault(key, []).append(elapsed)
+            time.sleep(0.02)
+    results.put(times)
 
 
 async def load(base: str, appends: int, sleep_ms: int) -> None:
-    limits = httpx.Limits(max_connections=appends + 20, max_keepalive_connections=appends + 20)
     headers = {"Authorization": f"Bearer {KEY}"}
-    async with (
-        httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=120) as client,
-        httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as prober,
-    ):
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(
+        base, headers=headers, connector=connector, timeout=timeout
+    ) as client:
         semaphore = asyncio.Semaphore(16)
 
         async def start() -> str:
-            async with semaphore:
-                response = await client.post(
-                    "/v1/conversations", json={"model": MODEL, "inputs": "hello"}
-                )
-                response.raise_for_status()
-                return str(response.json()["conversation_id"])
+            async with (
+                semaphore,
+                client.post("/v1/conversations", json={"model": MODEL, "inputs": "hello"}) as r,
+            ):
+                r.raise_for_status()
+                return str((await r.json())["conversation_id"])
 
         ids = await asyncio.gather(*(start() for _ in range(appends)))
         body = {"inputs": f"/sleep {sleep_ms}\nhow are you?"}
-        done = asyncio.Event()
-        probing = asyncio.create_task(probe(prober, done))
-        await asyncio.sleep(0.5)  # a few probes before the load
+        context = multiprocessing.get_context("spawn")
+        stop, results = context.Event(), context.Queue()
+        prober = context.Process(target=probe, args=(base, stop, results))
+        prober.start()
+        await asyncio.sleep(1.5)  # the prober starts, and probes a while before the load
 
         async def append(conversation_id: str) -> tuple[int, float]:
             started = time.perf_counter()
             try:
-                response = await client.post(f"/v1/conversations/{conversation_id}", json=body)
-                status = response.status_code
-            except httpx.HTTPError as exc:
+                async with client.post(f"/v1/conversations/{conversation_id}", json=body) as r:
+                    await r.read()
+                    status = r.status
+            except aiohttp.ClientError as exc:
                 status = -1
                 print(f"  append failed: {type(exc).__name__}: {exc}")
             return status, time.perf_counter() - started
 
         started = time.perf_counter()
-        results = await asyncio.gather(*(append(cid) for cid in ids))
+        outcomes = await asyncio.gather(*(append(cid) for cid in ids))
         wall = time.perf_counter() - started
-        done.set()
-        times = await probing
-    statuses = Counter(status for status, _ in results)
-    slowest = max(seconds for _, seconds in results)
+        stop.set()
+        times: dict[str, list[float]] = await asyncio.to_thread(results.get)
+        prober.join()
+    statuses = Counter(status for status, _ in outcomes)
+    slowest = max(seconds for _, seconds in outcomes)
     print(
         f"  {appends} appends, model {sleep_ms} ms each: wall {wall:.2f} s, slowest {slowest:.2f} s"
     )
