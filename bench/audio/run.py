@@ -2,7 +2,13 @@
 wall time) of the local engines, Whisper tiny.en (faster-whisper) and pocketsphinx, on sentences
 spoken by espeak-ng in several voices (or, without espeak-ng, on the clips the tests ship).
 
-    .venv/bin/python -m bench.audio.run [--voices en-us,en-us+m3,en-us+f2] [--format wav]
+    .venv/bin/python -m bench.audio.run [--sentences harvard|plain] [--speed 140]
+        [--voices en-us,en-us+m3,en-us+f2] [--format wav] [--beam N]
+
+The default material is the Harvard sentences, lists 1-4 (`bench/audio/sentences.py`), made for
+testing speech systems rather than chosen for being easy; `plain` is the tests' twelve everyday
+sentences. `--beam` overrides Whisper's catalog option `beam_size` (default: the engine's, i.e.
+faster-whisper's beam of 5; `--beam 1` is greedy decoding).
 
 The engines run as the server runs them (decoding with PyAV, one request at a time on the
 engine's worker thread); the model is loaded before timing starts. WER is the word-level edit
@@ -19,20 +25,23 @@ import statistics
 import time
 from typing import Any
 
+from bench.audio.sentences import HARVARD
 from maestrale.catalog.config import ModelSpec
 from maestrale.engines.transcription_types import TranscriptionRequest
 from tests.audio.speech import SENTENCES, encode, espeak_available, shipped, speak, wer
 
 
-def material(voices: list[str], container: str) -> list[tuple[str, str, bytes]]:
+def material(
+    sentences: tuple[str, ...], voices: list[str], speed: int, container: str
+) -> list[tuple[str, str, bytes]]:
     """(voice, reference text, audio) for every sentence and voice."""
     if not espeak_available():
         print("espeak-ng is not installed: using the shipped clips only")
         return [("shipped", clip.text, clip.data) for clip in shipped().values()]
     out = []
     for voice in voices:
-        for text in SENTENCES:
-            wav = speak(text, voice)
+        for text in sentences:
+            wav = speak(text, voice, speed)
             out.append((voice, text, wav if container == "wav" else encode(wav, container)))
     return out
 
@@ -61,20 +70,30 @@ async def run_engine(name: str, engine: Any, clips: list[tuple[str, str, bytes]]
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", default="harvard", choices=["harvard", "plain"])
+    parser.add_argument("--speed", type=int, default=140, help="espeak-ng words per minute")
     parser.add_argument("--voices", default="en-us,en-us+m3,en-us+f2")
     parser.add_argument("--format", default="wav", choices=["wav", "mp3", "ogg", "flac", "m4a"])
     parser.add_argument("--engines", default="whisper,pocketsphinx")
+    parser.add_argument("--beam", type=int, default=None, help="Whisper's beam_size option")
     args = parser.parse_args()
-    clips = material(args.voices.split(","), args.format)
+    sentences = HARVARD if args.sentences == "harvard" else SENTENCES
+    clips = material(sentences, args.voices.split(","), args.speed, args.format)
     load = os.getloadavg()[0]
-    print(f"{len(clips)} clips ({args.format}); load average {load:.2f} on {os.cpu_count()} cores")
+    print(
+        f"{len(clips)} clips ({args.sentences} sentences, {args.speed} wpm, {args.format}); "
+        f"load average {load:.2f} on {os.cpu_count()} cores"
+    )
     wanted = args.engines.split(",")
     if "whisper" in wanted:
         from maestrale.engines.local.whisper import create_engine as whisper
 
-        engine = whisper(ModelSpec(id="whisper-tiny-en", engine="faster_whisper"))
+        options = {} if args.beam is None else {"beam_size": args.beam}
+        spec = ModelSpec(id="whisper-tiny-en", engine="faster_whisper", options=options)
+        engine = whisper(spec)
         await engine.load()
-        await run_engine("whisper-tiny-en", engine, clips)
+        beam = "" if args.beam is None else f" (beam_size {args.beam})"
+        await run_engine(f"whisper-tiny-en{beam}", engine, clips)
         await engine.aclose()
     if "pocketsphinx" in wanted:
         from maestrale.engines.local.sphinx import create_engine as sphinx

@@ -82,6 +82,12 @@ ANSWERS = [
     "Data loss, downtime during peak hours, and rollback complexity.",
 ]
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {}}}]
+# What makes message texts differ beyond the eight prompts: a product named in 60% of requests
+# (200 products, ~0.3% of events each) and a reference number in 40% (~1 event per number).
+PRODUCTS = [f"{a}{b}" for a in ("Astra", "Borea", "Cirro", "Dorado", "Egeo", "Fonte", "Garbin",
+            "Ionio", "Libeccio", "Maestro") for b in ("lite", "pro", "max", "one", "go", "air",
+            "plus", "nano", "mini", "ultra", "core", "flex", "duo", "neo", "zen", "hub", "kit",
+            "box", "pad", "cam")]  # fmt: skip
 
 
 def _pick(rng: np.random.Generator, choices: list[tuple[Any, float]], n: int) -> np.ndarray:
@@ -91,7 +97,8 @@ def _pick(rng: np.random.Generator, choices: list[tuple[Any, float]], n: int) ->
 
 
 def _conversations() -> dict[tuple[int, int, bool], tuple[str, str, str, int]]:
-    """Every (prompt, turns, answered) conversation as JSON text, built once."""
+    """Every (prompt, turns, answered) conversation as JSON text, built once; the request ends
+    with an open `"...` string, closed per event with its own last words (`_request`)."""
     out = {}
     for p in range(len(PROMPTS)):
         for turns in (1, 2, 3):
@@ -101,12 +108,23 @@ def _conversations() -> dict[tuple[int, int, bool], tuple[str, str, str, int]]:
             for ok in (True, False):
                 response = [{"role": "assistant", "content": ANSWERS[p]}] if ok else []
                 out[(p, turns, ok)] = (
-                    orjson.dumps(request).decode(),
+                    orjson.dumps(request).decode()[: -len('"}]')],
                     orjson.dumps(response).decode(),
                     orjson.dumps(TOOLS if p == 7 else []).decode(),
                     len(request) + len(response),
                 )
     return out
+
+
+def _request(prefix: str, product: int, reference: int) -> str:
+    """The request's JSON: the last user message gets its product and reference (ASCII only,
+    nothing to escape)."""
+    tail = ""
+    if product >= 0:
+        tail += f" It is about our {PRODUCTS[product]} plan."
+    if reference >= 0:
+        tail += f" Ref T-{reference:06d}."
+    return prefix + tail + '"}]'
 
 
 def batches(
@@ -148,11 +166,15 @@ def batches(
         tier = rng.integers(0, len(TIERS), size).tolist()
         ids = [str(u) for u in (uuid.UUID(bytes=b, version=4) for b in _random_ids(rng, size))]
         corr = rng.integers(0, 2**63, size).tolist()
+        product = np.where(rng.random(size) < 0.6, rng.integers(0, len(PRODUCTS), size), -1)
+        reference = np.where(rng.random(size) < 0.4, rng.integers(0, 10**6, size), -1)
+        products, references = product.tolist(), reference.tolist()
         rows = []
         for i in range(size):
             org, workspace = workspaces[ws[i]]
             ok = statuses[i] == 200
-            request, response, tools, nb = conversations[(prompt[i], turns[i], ok)]
+            prefix, response, tools, nb = conversations[(prompt[i], turns[i], ok)]
+            request = _request(prefix, products[i], references[i])
             has = present[i]
             extra: dict[str, Any] = {"env": ENVS[env[i]]}
             if has[0] < 0.8:
@@ -224,6 +246,7 @@ async def generate_postgres(url: str, rows: Iterator[list[tuple[Any, ...]]]) -> 
             total += len(batch)
             print(f"  {total} rows", flush=True)
         await conn.execute("VACUUM ANALYZE chat_completion_events")
+        await conn.execute("VACUUM ANALYZE chat_completion_event_texts")
     finally:
         await conn.close()
     return total

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from maestrale.admin.router import router as admin_router
 from maestrale.agents.completions import router as agent_completions_router
 from maestrale.agents.router import router as agents_router
+from maestrale.audio.realtime.router import router as audio_realtime_router
 from maestrale.audio.router import router as audio_router
 from maestrale.batch.router import router as batch_router
 from maestrale.catalog.router import router as catalog_router
@@ -23,6 +24,7 @@ from maestrale.ocr.router import router as ocr_router
 api_router = APIRouter(prefix="/v1")
 api_router.include_router(agent_completions_router)
 api_router.include_router(agents_router)
+api_router.include_router(audio_realtime_router)
 api_router.include_router(audio_router)
 api_router.include_router(batch_router)
 api_router.include_router(catalog_router)

@@ -20,11 +20,13 @@ from maestrale import __version__
 from maestrale.api import api_router
 from maestrale.config import Settings, make_data_dir
 from maestrale.core.auth.bootstrap import bootstrap
+from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.errors import install_error_handlers
 from maestrale.core.metrics import Metrics
 from maestrale.core.middleware import RequestContextMiddleware
 from maestrale.core.migrate import upgrade_async
+from maestrale.core.websocket import websocket_not_found
 from maestrale.dependencies import app_services
 from maestrale.observability import errors as observability_errors
 from maestrale.services import Services, open_services, secret_value
@@ -63,6 +65,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await upgrade_async(settings.resolved_database_url)
     async with open_services(settings) as services:
         app.state.services = services
+        metrics: Metrics = app.state.metrics
+        metrics.add_counter(
+            "maestrale_accounting_rows_rejected",
+            "usage and event rows the database refused, written scrubbed or dropped",
+            ("table", "outcome"),
+            lambda: services.recorder.rejected,
+        )
         background = await _serve(services)
         try:
             yield
@@ -156,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     install_error_handlers(app, scoped={observability_errors.PREFIX: observability_errors.render})
     app.include_router(api_router)
+    app.router.default = websocket_not_found(app.router.default)
 
     @app.get("/health", tags=["service"])
     async def health(request: Request) -> JSONResponse:
@@ -168,15 +178,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
         return JSONResponse({"status": "ok", "version": __version__})
 
-    @app.get("/metrics", tags=["service"], include_in_schema=False)
-    async def metrics(request: Request) -> Response:
-        """Prometheus metrics: request counts and latency histograms by route and status."""
-        registry: Metrics = request.app.state.metrics
-        return Response(registry.render(), media_type=registry.content_type)
+    if settings.metrics_access != "off":
+
+        @app.get("/metrics", tags=["service"], include_in_schema=False)
+        async def metrics(request: Request) -> Response:
+            """Prometheus metrics: request counts and latency histograms by route and status,
+            accounting rows rejected. Keyless unless `metrics_access` is `admin`."""
+            if settings.metrics_access == "admin":
+                await admin_principal(request)
+            registry: Metrics = request.app.state.metrics
+            return Response(registry.render(), media_type=registry.content_type)
 
     app.add_middleware(
         RequestContextMiddleware,
         metrics=app.state.metrics,
         max_request_bytes=settings.max_request_bytes,
+        body_limits=settings.body_limits,
+        renderers={observability_errors.PREFIX: observability_errors.render},
     )
     return app

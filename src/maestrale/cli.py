@@ -23,6 +23,21 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_KEY_DAYS = 36_500
+
+
+def _days(raw: str) -> int:
+    """A key's lifetime in days: 0 would make a key that never expires, a negative number one
+    already expired."""
+    try:
+        days = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number of days") from None
+    if not 1 <= days <= MAX_KEY_DAYS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_KEY_DAYS} days")
+    return days
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="maestrale", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,7 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--name", default="cli")
     create.add_argument("--kind", choices=["standard", "admin"], default="standard")
     create.add_argument("--workspace", help="workspace id (default: the default workspace)")
-    create.add_argument("--expires-in-days", type=int)
+    create.add_argument(
+        "--expires-in-days",
+        type=_days,
+        help=f"days until the key expires (1 to {MAX_KEY_DAYS}; never, when not given)",
+    )
     listing = keys_sub.add_parser("list", help="list keys (never their values)")
     _common(listing)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
@@ -136,8 +155,14 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
         async with db.session() as session:
             keys = KeyRepository(session)
             if args.keys_command == "list":
+                now = utcnow()
                 for key in await keys.list_keys():
-                    state = "revoked" if key.revoked_at else "active"
+                    if key.revoked_at:
+                        state = "revoked"
+                    elif key.expires_at is not None and key.expires_at <= now:
+                        state = "expired"
+                    else:
+                        state = "active"
                     print(
                         f"{key.id}\t{key.kind}\t{key.name}\t{key.hidden_key}\t{state}\t"
                         f"workspace={key.workspace_id or '-'}\texpires={iso(key.expires_at) or '-'}"
@@ -165,9 +190,8 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            expires = (
-                utcnow() + timedelta(days=args.expires_in_days) if args.expires_in_days else None
-            )
+            days = args.expires_in_days
+            expires = utcnow() + timedelta(days=days) if days is not None else None
             row, clear = await keys.create_key(
                 kind=args.kind,
                 organization_id=ws.organization_id,

@@ -18,6 +18,8 @@ from pydantic_settings import (
 )
 
 from maestrale.core.fetch import FetchPolicy
+from maestrale.core.middleware import BodyLimits
+from maestrale.core.paths import private_dir
 from maestrale.limits.settings import LimitsConfig
 
 
@@ -106,6 +108,11 @@ class Settings(BaseSettings):
     similar_events_embed_limit: int = Field(
         default=2000, ge=1, description="events a similar-events request embeds at most (lazily)"
     )
+    observability_search_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds an observability search may run in the database (then 408)",
+    )
     gc_freeze: bool = Field(default=True, description="gc.freeze() after start-up")
     conversation_turn_lease_seconds: float = Field(
         default=30.0,
@@ -119,9 +126,23 @@ class Settings(BaseSettings):
         default=False,
         description="fail a model call made while its task holds a database connection (tests)",
     )
+    metrics_access: Literal["public", "admin", "off"] = Field(
+        default="public",
+        description="/metrics: open to anyone (public), to an admin key (x-api-key), or off",
+    )
     log_level: str = "INFO"
     log_json: bool = True
-    max_request_bytes: int = Field(default=1024 * 1024 * 1024, ge=1024)
+    max_request_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=1024,
+        description="largest upload body (POST /v1/files, /v1/audio/transcriptions); 413 beyond",
+    )
+    max_json_request_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="largest body of every other route (JSON, parsed in memory); 413 beyond. "
+        "/v1/ocr takes a document inline up to fetch_max_bytes (base64) whatever this is",
+    )
 
     @field_validator("log_level")
     @classmethod
@@ -134,6 +155,17 @@ class Settings(BaseSettings):
             allow_private=self.fetch_allow_private,
             max_bytes=self.fetch_max_bytes,
             timeout_seconds=self.fetch_timeout_seconds,
+        )
+
+    @property
+    def body_limits(self) -> BodyLimits:
+        """The request body limits of the routes (see `core.middleware`)."""
+        # A document sent inline to OCR is base64 (4/3 of its bytes) in a small JSON object.
+        inline_document = self.fetch_max_bytes * 4 // 3 + 64 * 1024
+        return BodyLimits(
+            json=self.max_json_request_bytes,
+            upload=self.max_request_bytes,
+            routes={"/v1/ocr": max(self.max_json_request_bytes, inline_document)},
         )
 
     @property
@@ -174,5 +206,6 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
 
 
 def make_data_dir(path: Path) -> None:
-    """Create the data dir private to its owner: it holds the database and the bootstrap keys."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create the data dir private to its owner, or make an existing one private (mode 0700):
+    it holds the database, the blobs and the bootstrap keys."""
+    private_dir(path)

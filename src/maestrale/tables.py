@@ -20,6 +20,13 @@ from maestrale.observability.judges import tables as observability_judge_tables
 
 metadata = Base.metadata
 
+
+def modelled(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's `include_name`: the objects the models declare, not those that migrations
+    create beside them on purpose (full-text indexes)."""
+    return name not in observability_event_tables.TEXT_INDEX_OBJECTS
+
+
 __all__ = [
     "accounting_tables",
     "admin_group_tables",
@@ -34,6 +41,7 @@ __all__ = [
     "job_tables",
     "limits_tables",
     "metadata",
+    "modelled",
     "observability_campaign_tables",
     "observability_dataset_tables",
     "observability_event_tables",

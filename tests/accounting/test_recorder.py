@@ -8,7 +8,11 @@ import contextlib
 import uuid
 from typing import Any
 
+import httpx
+import pytest
+from fastapi import FastAPI
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from maestrale.accounting.recorder import Recorder
 from maestrale.accounting.tables import UsageRecord
@@ -86,3 +90,89 @@ async def test_closing_during_a_background_write_loses_no_row(db: Database) -> N
     assert await _count(db, UsageRecord) == 2
     assert await _count(db, ChatCompletionEvent) == 1
     assert recorder.pending == 0
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+POISONS: dict[str, Any] = {"deep": _nested(300), "huge_int": 2**64, "surrogate": "bad \ud800"}
+
+
+@pytest.mark.parametrize("poison", sorted(POISONS))
+async def test_a_row_that_cannot_be_serialised_does_not_stop_accounting(
+    db: Database, poison: str
+) -> None:
+    """Rows no JSON column can take (orjson refuses them: not a database error) are isolated:
+    every other row is written, the bad one scrubbed (or dropped) and counted."""
+    recorder = Recorder(db)
+    recorder.record(_usage("before"), _event("before"))
+    bad = _event("poisoned")
+    bad["extra_fields"] = {"metadata": {"k": POISONS[poison]}}
+    recorder.record(_usage("poisoned"), bad)
+    recorder.record(_usage("after"), _event("after"))
+    await recorder.flush()
+    assert recorder.pending == 0
+    assert await _count(db, UsageRecord) == 3
+    assert await _count(db, ChatCompletionEvent) == 3  # the bad one scrubbed
+    assert recorder.rejected[("events", "scrubbed")] == 1
+    assert recorder.rejected[("usage", "scrubbed")] == 0
+    recorder.record(_usage("next"), _event("next"))  # and the next tick is fine
+    await recorder.flush()
+    assert await _count(db, UsageRecord) == 4
+
+
+async def test_a_row_that_cannot_be_written_at_all_is_dropped_and_counted(db: Database) -> None:
+    recorder = Recorder(db)
+    rows = [_event(str(i)) for i in range(7)]
+    rows[4]["extra_fields"] = {"not json": object()}  # no scrub makes this storable
+    for row in rows:
+        recorder.record(_usage("m"), row)
+    await recorder.close()  # the shutdown flush loses nobody else's rows either
+    assert recorder.pending == 0
+    assert await _count(db, UsageRecord) == 7
+    assert await _count(db, ChatCompletionEvent) == 6
+    assert recorder.rejected[("events", "dropped")] == 1
+
+
+async def test_an_outage_while_isolating_keeps_the_rows(db: Database) -> None:
+    recorder = Recorder(db)
+    bad = _event("poisoned")
+    bad["extra_fields"] = {"k": 2**64}
+    recorder.record(_usage("a"), _event("a"))
+    recorder.record(_usage("b"), bad)
+    write = recorder._write
+    calls = 0
+
+    async def outage_after_first(usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise OperationalError("INSERT", {}, ConnectionRefusedError("database down"))
+        await write(usage, events)
+
+    recorder._write = outage_after_first  # type: ignore[method-assign]
+    with pytest.raises(OperationalError):
+        await recorder.flush()
+    assert recorder.pending == 4  # nothing lost, nothing dropped
+    assert recorder.rejected[("events", "dropped")] == 0
+    recorder._write = write  # type: ignore[method-assign]
+    await recorder.flush()
+    assert await _count(db, UsageRecord) == 2
+    assert await _count(db, ChatCompletionEvent) == 2
+
+
+async def test_rejected_rows_are_in_the_metrics(
+    app: FastAPI, anon_client: httpx.AsyncClient
+) -> None:
+    recorder: Recorder = app.state.services.recorder
+    bad = _event("poisoned")
+    bad["extra_fields"] = {"k": "\ud800"}
+    recorder.record(_usage("m"), bad)
+    await recorder.flush()
+    text = (await anon_client.get("/metrics")).text
+    assert 'maestrale_accounting_rows_rejected_total{outcome="scrubbed",table="events"} 1.0' in text
+    assert 'maestrale_accounting_rows_rejected_total{outcome="dropped",table="events"} 0.0' in text

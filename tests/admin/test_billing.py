@@ -66,6 +66,7 @@ async def test_unlimited_by_default(admin: httpx.AsyncClient) -> None:
     assert spend["completion"]["no_monthly_limit"] is True
     assert spend["completion"]["usage_limit"] is None
     assert spend["completion"]["monthly_limit_reached"] is False
+    assert spend["completion"]["assistant_usage"] == spend["completion"]["vibe_usage"] == 0
 
 
 async def test_spend_limit_set_and_read(billed_app: FastAPI) -> None:
@@ -129,7 +130,8 @@ async def test_usage_by_category_and_model_with_navigation(billed_app: FastAPI) 
         assert usage["next_month"] is None  # the current month has no next one yet
         assert usage["previous_month"] is None  # the organization was created this month
         assert usage["currency"] == "USD" and usage["currency_symbol"] == "$"
-        assert usage["vibe_usage"] == 0
+        # The spec's name, and the one the public admin docs use.
+        assert usage["assistant_usage"] == 0 and usage["vibe_usage"] == 0
         prices = {(p["billing_metric"], p["billing_group"]): p["price"] for p in usage["prices"]}
         assert prices[("priced-echo", "output")] == pytest.approx(3000 / 1e6)
         # Another month: navigation both ways, and nothing of this month.

@@ -67,9 +67,9 @@ async def test_streamed_completion(client: httpx.AsyncClient) -> None:
     assert response.status_code == 200
     frames = [f for f in response.text.split("\n\n") if f]
     assert frames[-1] == "data: [DONE]"
+    # Every delta has string content, the finish chunk's included (clients concatenate it).
     text = "".join(
-        json.loads(f.removeprefix("data: "))["choices"][0]["delta"].get("content") or ""
-        for f in frames[:-1]
+        json.loads(f.removeprefix("data: "))["choices"][0]["delta"]["content"] for f in frames[:-1]
     )
     assert text == "echo: hi there"
 

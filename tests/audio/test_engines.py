@@ -17,6 +17,7 @@ from maestrale.engines.transcription_types import (
 )
 from maestrale.engines.types import EngineError
 from tests.audio.speech import espeak_available, shipped, speak, wer
+from tests.audio.speech import words as speech_words
 
 pytest.importorskip("av")
 
@@ -76,6 +77,68 @@ async def test_whisper_on_fresh_espeak_speech(whisper: Any) -> None:
     assert wer(text, result.text) <= 0.2, result.text
 
 
+def _library_beam() -> int:
+    import inspect
+
+    from faster_whisper import WhisperModel
+
+    default = inspect.signature(WhisperModel.transcribe).parameters["beam_size"].default
+    assert isinstance(default, int)
+    return default
+
+
+class _SpyModel:
+    """Stands in for the loaded WhisperModel: records what the engine asks of it."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def transcribe(self, audio: Any, **options: Any) -> tuple[list[Any], Any]:
+        from types import SimpleNamespace
+
+        self.calls.append(options)
+        return [], SimpleNamespace(language="en")
+
+
+async def test_whisper_decodes_with_the_library_beam_unless_the_catalog_says_greedy() -> None:
+    """Issue 14: greedy decoding (beam 1) was the default; the library's beam (5) is, and
+    `beam_size = 1` in the catalog entry's options keeps greedy decoding available."""
+    from maestrale.catalog.config import ModelSpec
+    from maestrale.engines.local.whisper import create_engine
+
+    clip = shipped()["report.wav"].data
+    seen = {}
+    for options in ({}, {"beam_size": 1}, {"beam_size": 3}):
+        engine = create_engine(ModelSpec(id="w", engine="faster_whisper", options=options))
+        spy = _SpyModel()
+        engine._model = spy  # as if loaded: the decoding options are what is checked
+        await engine.transcribe(request(clip))
+        await engine.aclose()
+        seen[options.get("beam_size")] = spy.calls[0].get("beam_size", _library_beam())
+    assert seen == {None: _library_beam(), 1: 1, 3: 3}
+    assert _library_beam() > 1
+
+
+@pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")
+async def test_whisper_by_default_transcribes_as_the_library_beam_does(whisper: Any) -> None:
+    """The default engine and one told the library's beam explicitly give the same text (on the
+    clip of the issue, where greedy decoding on this machine gave "round-fark ... nog")."""
+    from maestrale.catalog.config import ModelSpec
+    from maestrale.engines.local.whisper import create_engine
+
+    speech = speak("the quick brown fox jumps over the lazy dog", "en-us", 140)
+    explicit = create_engine(
+        ModelSpec(id="w", engine="faster_whisper", options={"beam_size": _library_beam()})
+    )
+    try:
+        beamed = await explicit.transcribe(request(speech))
+    finally:
+        await explicit.aclose()
+    by_default = await whisper.transcribe(request(speech))
+    assert by_default.text == beamed.text
+    assert wer("the quick brown fox jumps over the lazy dog", by_default.text) <= 0.5
+
+
 @pytest.fixture(scope="module")
 async def sphinx() -> Any:
     pytest.importorskip("pocketsphinx")
@@ -95,9 +158,12 @@ async def test_pocketsphinx_transcribes_with_word_times(sphinx: Any) -> None:
     assert 3.8 < result.audio_seconds < 4.0
     words = [w for s in result.segments for w in s.words]
     assert words and result.text == " ".join(s.text for s in result.segments)
-    # A weak recogniser on synthetic speech: the words are not all right, but some are, and
-    # they all fall inside the audio in order.
-    assert wer(clip.text, result.text) < 1.0
+    # A weak recogniser on synthetic speech: most words are wrong, and which ones changes with
+    # the smallest change of input or build (WER 0.8 on this clip, 1.0 at 140 or 160 words a
+    # minute). On any build: about as many words as were said, one of them right, all inside the
+    # audio in order.
+    assert 3 <= len(words) <= 20, result.text
+    assert set(speech_words(result.text)) & set(speech_words(clip.text)), result.text
     assert all(0 <= w.start <= w.end <= 4.0 for w in words)
     events = [e async for e in sphinx.transcribe_stream(request(clip.data))]
     assert isinstance(events[0], LanguageDetected) and isinstance(events[-1], TranscriptionResult)

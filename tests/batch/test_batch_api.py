@@ -20,12 +20,20 @@ REQUEST = {"custom_id": "a", "body": {"messages": [{"role": "user", "content": "
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"endpoint": "/v1/audio/transcriptions"}, 400, "unsupported_endpoint"),
+        ({"endpoint": "/v1/agents/completions"}, 400, "unsupported_endpoint"),
         ({"endpoint": "/v1/nope"}, 400, "unsupported_endpoint"),
         ({"model": "no-such-model"}, 404, "model_not_found"),
         ({"model": "maestrale-embed"}, 400, "model_capability_missing"),
+        ({"endpoint": "/v1/ocr"}, 400, "model_capability_missing"),
+        ({"endpoint": "/v1/audio/transcriptions"}, 400, "model_capability_missing"),
         ({"model": None}, 400, "invalid_batch_job"),
         ({"model": None, "agent_id": "ag_1"}, 400, "agents_unavailable"),
+        (
+            {"endpoint": "/v1/conversations", "model": None, "agent_id": "ag_1"},
+            404,
+            "agent_not_found",
+        ),
+        ({"endpoint": "/v1/conversations", "agent_id": "ag_1"}, 400, "invalid_batch_job"),
         ({"timeout_hours": 0}, 400, "invalid_batch_job"),
         ({"timeout_hours": 169}, 400, "invalid_batch_job"),
         ({"requests": []}, 400, "invalid_batch_job"),

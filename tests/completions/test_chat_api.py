@@ -129,6 +129,20 @@ async def test_stream(client: httpx.AsyncClient) -> None:
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
+@pytest.mark.parametrize(
+    "message", ["stream me please", '/call get_weather {"city": "Paris"}'], ids=["text", "tool"]
+)
+async def test_every_streamed_delta_has_string_content(
+    client: httpx.AsyncClient, message: str
+) -> None:
+    # Clients concatenate `delta.content`: the finish chunk carries "" as the platform's does.
+    resp = await chat(client, messages=[user(message)], tools=[WEATHER], stream=True)
+    chunks = sse_data(resp.text)[:-1]
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "tool_calls")
+    assert all(isinstance(c["choices"][0]["delta"]["content"], str) for c in chunks)
+    assert chunks[-1]["choices"][0]["delta"]["content"] == ""
+
+
 async def test_engine_failures_map_to_statuses(client: httpx.AsyncClient) -> None:
     assert (await chat(client, messages=[user("/fail 503")])).status_code == 502
     assert (await chat(client, messages=[user("/fail 504")])).status_code == 504
@@ -167,6 +181,12 @@ async def test_engine_failures_map_to_statuses(client: httpx.AsyncClient) -> Non
             {"messages": [user([{"type": "image_url", "image_url": "http://x/i.png"}])]},
             400,
             "vision",
+        ),
+        # Issue 14: audio sent to a model without the audio capability was dropped silently.
+        (
+            {"messages": [user([{"type": "input_audio", "input_audio": "UklGRg=="}])]},
+            400,
+            "does not accept audio (no audio capability)",
         ),
         ({"messages": [user("x")], "response_format": {"type": "json_schema"}}, 400, "json_schema"),
     ],

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import math
 import struct
+import threading
 
 import httpx
+import pytest
+
+from maestrale.engines.builtin import embeddings as builtin_embeddings
+from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
+from maestrale.engines.types import EmbeddingResult
 
 
 async def test_fim_plain_and_streamed(client: httpx.AsyncClient) -> None:
@@ -16,7 +24,11 @@ async def test_fim_plain_and_streamed(client: httpx.AsyncClient) -> None:
     assert resp.json()["choices"][0]["message"]["content"] == "echo: def add(a, b):"
     streamed = await client.post("/v1/fim/completions", json={**body, "stream": True})
     assert streamed.text.rstrip().endswith("data: [DONE]")
-    assert "echo:" in streamed.text
+    frames = [f.removeprefix("data: ") for f in streamed.text.split("\n\n") if f.strip()]
+    deltas = [json.loads(f)["choices"][0]["delta"] for f in frames[:-1]]
+    # Every delta has string content, the finish chunk's included (clients concatenate it).
+    assert "".join(delta["content"] for delta in deltas) == "echo: def add(a, b):"
+    assert deltas[-1] == {"content": ""}
 
 
 async def test_fim_needs_the_capability(client: httpx.AsyncClient) -> None:
@@ -78,3 +90,34 @@ async def test_embedding_errors(client: httpx.AsyncClient) -> None:
         "/v1/embeddings", json={"model": "maestrale-embed", "input": "x", "output_dtype": "int4"}
     )
     assert resp.status_code == 422
+
+
+async def test_health_answers_during_a_large_embeddings_call(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A megabyte of text takes the builtin engine a second or more to hash: it must not hold
+    # the event loop meanwhile. The order of the answers tells, not their timings.
+    embedding = threading.Event()
+    embed = builtin_embeddings.embed
+
+    def watched(request: EngineEmbeddingRequest) -> EmbeddingResult:
+        embedding.set()
+        return embed(request)
+
+    monkeypatch.setattr(builtin_embeddings, "embed", watched)
+    answered: list[str] = []
+
+    async def large() -> None:
+        text = "the quick brown fox jumps over the lazy dog " * 25_000
+        body = {"model": "maestrale-embed", "input": [text]}
+        response = await client.post("/v1/embeddings", json=body)
+        assert response.status_code == 200, response.text
+        answered.append("embeddings")
+
+    task = asyncio.create_task(large())
+    assert await asyncio.to_thread(embedding.wait, 60)
+    health = await client.get("/health")
+    assert health.status_code == 200
+    answered.append("health")
+    await task
+    assert answered == ["health", "embeddings"]

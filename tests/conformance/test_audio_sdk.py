@@ -1,10 +1,15 @@
 """The official SDK (mistralai==2.8.0) transcribes speech on a live server's local engines:
 `audio.transcriptions.complete` and `.stream` with a file, a `file_url` (a data: URL; private
-addresses are refused) and a `file_id`; sync and async."""
+addresses are refused) and a `file_id`; sync and async; and `audio.realtime` over the WebSocket
+(raw PCM in, text as it comes)."""
 
 from __future__ import annotations
 
 import base64
+import io
+import wave
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from mistralai.client import Mistral
@@ -109,3 +114,121 @@ def test_errors(sdk: Mistral) -> None:
             model="no-such-model", file={"file_name": "x.wav", "content": b"x"}
         )
     assert caught.value.status_code == 404
+
+
+def _wav() -> bytes:
+    return shipped()["report.wav"].data
+
+
+def _pcm16(name: str = "report.wav") -> bytes:
+    with wave.open(io.BytesIO(shipped()[name].data)) as clip:
+        assert (clip.getframerate(), clip.getsampwidth(), clip.getnchannels()) == (16_000, 2, 1)
+        frames: bytes = clip.readframes(clip.getnframes())
+    return frames
+
+
+REALTIME_MODEL = "voxtral-mini-transcribe-realtime-2602"  # also served by whisper-tiny-en
+
+
+async def test_realtime_transcribe_stream(sdk: Mistral) -> None:
+    from mistralai.extra.realtime import AudioFormat, RealtimeTranscriptionSessionCreated
+
+    pcm = _pcm16()
+
+    async def microphone() -> AsyncIterator[bytes]:
+        for i in range(0, len(pcm), 3_200):  # 100 ms chunks
+            yield pcm[i : i + 3_200]
+
+    events = [
+        event
+        async for event in sdk.audio.realtime.transcribe_stream(
+            audio_stream=microphone(),
+            model=REALTIME_MODEL,
+            audio_format=AudioFormat(encoding="pcm_s16le", sample_rate=16_000),
+        )
+    ]
+    assert isinstance(events[0], RealtimeTranscriptionSessionCreated)
+    assert events[0].session.model == REALTIME_MODEL
+    assert isinstance(events[-1], m.TranscriptionStreamDone)
+    kinds = {type(event).__name__ for event in events}
+    assert {"TranscriptionStreamLanguage", "TranscriptionStreamTextDelta"} <= kinds, kinds
+    assert "UnknownRealtimeEvent" not in kinds
+    deltas = [e.text for e in events if isinstance(e, m.TranscriptionStreamTextDelta)]
+    done = events[-1]
+    assert "".join(deltas) == done.text
+    assert wer(shipped()["report.wav"].text, done.text) <= 0.25, done.text
+    assert done.usage.prompt_audio_seconds == 4
+
+
+async def test_realtime_text_comes_as_the_audio_does(sdk: Mistral) -> None:
+    """A flush after the first sentence brings its text while the second is yet to be sent."""
+    from mistralai.extra.realtime import RealtimeTranscriptionError
+
+    clip = _pcm16()
+    connection = await sdk.audio.realtime.connect(model=REALTIME_MODEL)
+    async with connection:
+        assert connection.audio_format.encoding == "pcm_s16le"
+        await connection.send_audio(clip + bytes(16_000))
+        await connection.flush_audio()
+        events = connection.events()
+        seen = []
+        async for event in events:
+            seen.append(event)
+            assert not isinstance(event, RealtimeTranscriptionError), event
+            if isinstance(event, m.TranscriptionStreamTextDelta):
+                break
+        await connection.send_audio(clip)
+        await connection.end_audio()
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, m.TranscriptionStreamDone):
+                break
+    done = seen[-1]
+    assert isinstance(done, m.TranscriptionStreamDone)
+    reference = shipped()["report.wav"].text
+    assert wer(f"{reference} {reference}", done.text) <= 0.3, done.text
+    assert len(done.segments or []) >= 2
+
+
+async def test_realtime_refusals(sdk: Mistral, live_server: LiveServer) -> None:
+    from mistralai.extra.exceptions import (
+        RealtimeTranscriptionException,
+        RealtimeTranscriptionWSError,
+    )
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    with pytest.raises(RealtimeTranscriptionWSError) as refused:
+        await sdk.audio.realtime.connect(model="no-such-model")
+    assert refused.value.code == 404
+    assert "no-such-model" in str(refused.value)
+    stranger = Mistral(api_key="msk_not_a_key", server_url=live_server.url)
+    with pytest.raises(RealtimeTranscriptionException, match="401"):
+        await stranger.audio.realtime.connect(model=REALTIME_MODEL)
+    ws_url = live_server.url.replace("http://", "ws://")
+    with pytest.raises(InvalidStatus) as unknown:
+        async with connect(f"{ws_url}/v1/audio/transcriptions/nowhere"):
+            pass
+    assert unknown.value.response.status_code == 404
+
+
+def test_chat_hears_audio_on_a_voxtral_name(sdk: Mistral) -> None:
+    """Issue 14: the audio is transcribed and SmolLM2 reads the transcript (its prompt grows by
+    it); a model without the audio capability refuses audio instead of dropping it."""
+    pytest.importorskip("llama_cpp")
+    question = {"type": "text", "text": "What does the speaker ask for?"}
+    audio = {"type": "input_audio", "input_audio": base64.b64encode(_wav()).decode()}
+    args: dict[str, Any] = {"model": "voxtral-mini-latest", "max_tokens": 16, "temperature": 0}
+    heard = sdk.chat.complete(messages=[{"role": "user", "content": [audio, question]}], **args)
+    content = heard.choices[0].message.content
+    assert isinstance(content, str) and content.strip()
+    deaf = sdk.chat.complete(messages=[{"role": "user", "content": [question]}], **args)
+    assert heard.usage.prompt_tokens >= deaf.usage.prompt_tokens + 8  # the ten spoken words
+    with pytest.raises(SDKError) as refused:
+        sdk.chat.complete(
+            model="mistral-small-latest",
+            messages=[{"role": "user", "content": [audio, question]}],
+            max_tokens=4,
+        )
+    assert refused.value.status_code == 400
+    assert "audio" in refused.value.body

@@ -23,6 +23,7 @@ from openai import OpenAI
 from tests.engines.openai_compat.support import Stub, start_stub, stop_stub
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import free_port, start_server, stop_server
+from tests.support.local_model import FRANCE, on_topic
 
 CATALOG = """
 [[models]]
@@ -154,25 +155,24 @@ def test_upstream_failures_map_to_statuses(front: Front) -> None:
 def test_llama_cpp_server(front: Front) -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("the [local] extra is not installed")
+    # On-topic answers, not an exact text: that differs between llama.cpp builds, and even
+    # between two requests to llama.cpp's server (the second reuses the first's cached prompt).
+    question = [{"role": "user", "content": FRANCE}]
     sdk = Mistral(api_key=API_KEY, server_url=front.url)
-    res = sdk.chat.complete(
-        model="llama-server",
-        temperature=0,
-        max_tokens=40,
-        messages=[{"role": "user", "content": "What is the capital of France?"}],
-    )
-    assert "Paris" in (res.choices[0].message.content or "")
+    res = sdk.chat.complete(model="llama-server", temperature=0, max_tokens=40, messages=question)
+    assert on_topic(res.choices[0].message.content or ""), res.choices[0].message.content
     assert res.usage.prompt_tokens > 0
+    assert res.usage.total_tokens == res.usage.prompt_tokens + res.usage.completion_tokens
     openai = OpenAI(api_key=API_KEY, base_url=f"{front.url}/v1")
-    question = [{"role": "user", "content": "What is the capital of France?"}]
     plain = openai.chat.completions.create(
         model="llama-server", messages=question, temperature=0, max_tokens=40
     )
-    assert "Paris" in (plain.choices[0].message.content or "")
+    assert on_topic(plain.choices[0].message.content or ""), plain.choices[0].message.content
     stream = openai.chat.completions.create(
         model="llama-server", messages=question, temperature=0, max_tokens=40, stream=True
     )
-    assert "Paris" in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert on_topic(streamed), streamed
 
 
 async def test_client_disconnect_cancels_the_upstream(front: Front) -> None:

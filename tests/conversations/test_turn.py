@@ -29,6 +29,7 @@ WEATHER = {
     },
 }
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+AUDIO = {"type": "input_audio", "input_audio": "UklGRg=="}
 
 
 def user(content: Any, **fields: Any) -> dict[str, Any]:
@@ -96,6 +97,7 @@ CASES: list[tuple[str, Target, dict[str, Any] | None, list[dict[str, Any]]]] = [
     ("chunk without text", ECHO, None, [user([{"type": "text"}])]),
     ("chunk type not a string", ECHO, None, [*history(2), user([{"type": 3}])]),
     ("image on a model without vision", ECHO, None, [user([{"type": "text", "text": "a"}, IMAGE])]),
+    ("audio on a model without audio", ECHO, None, [user([{"type": "text", "text": "a"}, AUDIO])]),
     ("chunked answer", ECHO, None, [user("a"), answer([{"type": "text", "text": "b"}]), user("c")]),
     (
         "bad temperature",

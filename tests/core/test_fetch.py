@@ -64,6 +64,46 @@ def test_private_addresses_are_refused(address: str) -> None:
     assert not address_allowed(address, FetchPolicy())
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::a9fe:a9fe",  # NAT64 of the cloud metadata address
+        "64:ff9b::7f00:1",
+        "64:ff9b::10.0.0.1",
+        "64:ff9b:1::a9fe:a9fe",  # local-use NAT64
+        "64:ff9b:1:a9fe:a9:fe00::",
+        "2002:a9fe:a9fe::1",  # 6to4
+        "2002:7f00:1::",
+        "2002:0a00:0001::1",
+        "::a9fe:a9fe",  # IPv4-compatible
+        "::127.0.0.1",
+        "::ffff:0:a9fe:a9fe",  # IPv4-translated
+        "::ffff:0:10.0.0.1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+        "2001:0:a9fe:a9fe:0:f227:80ff:fffe",  # Teredo, metadata server, client 127.0.0.1
+        "64:ff9b::e000:1",  # NAT64 of multicast
+    ],
+)
+def test_ipv6_forms_of_private_ipv4_are_refused(address: str) -> None:
+    assert not address_allowed(address, FetchPolicy())
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "http://[2002:a9fe:a9fe::]/"]
+)
+async def test_ipv6_literal_of_metadata_address_is_refused(url: str) -> None:
+    with pytest.raises(UrlNotAllowed):
+        await fetch_url(url, FetchPolicy())
+
+
+def test_ipv6_forms_of_public_ipv4_are_judged_by_the_ipv4() -> None:
+    assert address_allowed("64:ff9b::808:808", FetchPolicy())
+    assert address_allowed("2002:808:808::1", FetchPolicy())
+    assert address_allowed("::ffff:8.8.8.8", FetchPolicy())
+    assert not address_allowed("64:ff9b::e000:1", FetchPolicy(allow_private=True))
+    assert address_allowed("64:ff9b::a9fe:a9fe", FetchPolicy(allow_private=True))
+
+
 def test_public_addresses_are_allowed() -> None:
     assert address_allowed("93.184.216.34", FetchPolicy())
     assert address_allowed("2606:4700::1111", FetchPolicy())

@@ -7,11 +7,13 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 
 from maestrale.core.db import Database
-from maestrale.tables import metadata
+from maestrale.tables import metadata, modelled
 
 
 def _diff(connection: Connection) -> list[object]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": True, "include_name": modelled}
+    )
     return list(compare_metadata(context, metadata))
 
 

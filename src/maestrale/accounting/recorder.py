@@ -2,11 +2,17 @@
 
 The request path only appends a row to an in-memory buffer (no I/O, no await); a background task
 writes the buffer in one transaction every `interval` seconds (0.25 s by default, so a call is
-durable within a second), and `close()` writes what is left at shutdown. A failed write is
-retried on the next tick, the buffer bounded so that a long database outage cannot exhaust
-memory (the oldest rows are dropped then, and counted in the log). A row the database refuses
-(NUL characters, which Postgres cannot store) must not block every row behind it: such a batch is
-written again with its text scrubbed, and a row still refused is dropped and logged.
+durable within a second), and `close()` writes what is left at shutdown. A write that fails
+because the database is unreachable or busy is retried on the next tick, the buffer bounded so
+that a long outage cannot exhaust memory (the oldest rows are dropped then, and counted in the
+log).
+
+Any other failure is blamed on the rows, never on the whole buffer: one row that cannot be
+written (NUL characters Postgres refuses, JSON orjson cannot serialise, a value out of a column's
+range, whatever the exception) must not hold back every row behind it, for every tenant, for
+ever. The batch is split in halves until the bad rows are alone; each is written again scrubbed
+(`scrub_row`), and dropped if even that fails. Both are counted (`rejected`, exposed in
+/metrics) and logged without their content.
 """
 
 from __future__ import annotations
@@ -14,18 +20,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+from collections import Counter
 from typing import Any
 
 from sqlalchemy import insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DataError, DBAPIError, DisconnectionError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.db import Database, is_data_error
+from maestrale.core.validation import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH
 from maestrale.observability.events.tables import ChatCompletionEvent
 
 log = logging.getLogger("maestrale.accounting")
 
 MAX_BUFFERED = 200_000
+
+USAGE, EVENTS = "usage", "events"
+_TABLES = (USAGE, EVENTS)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure of the database rather than of the rows: keep them and retry later.
+
+    The database refusing a value (SQLSTATE class 22) or a constraint (class 23) is the rows'
+    fault; so is anything raised before the statement reached the database (serialising a JSON
+    column, binding an integer the driver cannot hold). An unreachable, locked or restarting
+    database is not, nor a timeout (of the pool or of the network).
+    """
+    if isinstance(exc, DBAPIError):
+        return not (isinstance(exc, (DataError, IntegrityError)) or is_data_error(exc))
+    return isinstance(exc, (OSError, TimeoutError, PoolTimeout, DisconnectionError))
 
 
 class Recorder:
@@ -36,6 +62,10 @@ class Recorder:
         self._events: list[dict[str, Any]] = []
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        # (table, "scrubbed" | "dropped") → rows: what /metrics reports.
+        self.rejected: Counter[tuple[str, ...]] = Counter(
+            {(table, outcome): 0 for table in _TABLES for outcome in ("scrubbed", "dropped")}
+        )
 
     def record(self, usage: dict[str, Any], event: dict[str, Any] | None = None) -> None:
         """Buffer one call's usage row (and its event); never blocks, never raises."""
@@ -59,17 +89,26 @@ class Recorder:
                 return
             self._usage, self._events = [], []
             try:
-                try:
-                    await self._write(usage, events)
-                except DBAPIError as exc:
-                    if not is_data_error(exc):
-                        raise
-                    await self._salvage(_scrub(usage), _scrub(events))
-            except Exception:
-                # Put them back in front: written on the next tick, in order.
-                self._usage[:0] = usage
-                self._events[:0] = events
-                raise
+                await self._write(usage, events)
+                return
+            except Exception as exc:
+                if is_transient(exc):
+                    self._put_back(usage, events)
+                    raise
+            # Some row is bad: each table on its own, the bad rows isolated.
+            left, failure = await self._isolate(USAGE, usage)
+            if failure is not None:
+                self._put_back(left, events)
+                raise failure
+            left, failure = await self._isolate(EVENTS, events)
+            if failure is not None:
+                self._put_back([], left)
+                raise failure
+
+    def _put_back(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        # In front of what was buffered meanwhile: written on the next tick, in order.
+        self._usage[:0] = usage
+        self._events[:0] = events
 
     async def _write(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         async with self.db.session() as session:
@@ -78,28 +117,48 @@ class Recorder:
             if events:
                 await session.execute(insert(ChatCompletionEvent), events)
 
-    async def _salvage(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
-        try:
-            await self._write(usage, events)
-            return
-        except DBAPIError as exc:
-            if not is_data_error(exc):
-                raise
-        dropped = 0
-        for row in usage:
-            dropped += not await self._write_one([row], [])
-        for row in events:
-            dropped += not await self._write_one([], [row])
-        log.error("dropped %d accounting rows the database refused", dropped)
+    async def _write_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+        if table == USAGE:
+            await self._write(rows, [])
+        else:
+            await self._write([], rows)
 
-    async def _write_one(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
-        try:
-            await self._write(usage, events)
-        except DBAPIError as exc:
-            if not is_data_error(exc):
-                raise
-            return False
-        return True
+    async def _isolate(
+        self, table: str, rows: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], Exception | None]:
+        """Write `rows`, halving a batch that fails until its bad rows stand alone (a few
+        transactions per bad row); a bad row is written scrubbed, or dropped. When the database
+        itself fails meanwhile: the rows left unwritten (to be retried), and the failure."""
+        segments = [rows] if rows else []
+        while segments:
+            segment = segments.pop(0)
+            try:
+                await self._write_rows(table, segment)
+                continue
+            except Exception as exc:
+                if is_transient(exc):
+                    return [row for part in (segment, *segments) for row in part], exc
+                error = exc
+            if len(segment) > 1:
+                middle = len(segment) // 2
+                segments[:0] = [segment[:middle], segment[middle:]]
+                continue
+            try:
+                await self._write_rows(table, [scrub_row(segment[0])])
+                outcome = "scrubbed"
+            except Exception as exc:
+                if is_transient(exc):
+                    return [row for part in (segment, *segments) for row in part], exc
+                outcome = "dropped"
+            self.rejected[(table, outcome)] += 1
+            log.error(
+                "accounting: a %s row could not be written (%s: %s); %s",
+                table,
+                type(error).__name__,
+                _reason(error),
+                outcome,
+            )
+        return [], None
 
     async def _run(self) -> None:
         while True:
@@ -126,12 +185,42 @@ class Recorder:
         await self.flush()  # takes the lock: a shielded write under way finishes first
 
 
-def _scrub(value: Any) -> Any:
-    """The value with NUL characters replaced in every string (Postgres stores no NUL)."""
+def _reason(exc: BaseException) -> str:
+    # The driver's or serialiser's own words, without the statement and its parameters.
+    cause = getattr(exc, "orig", None) or exc
+    return str(cause).split("\n", 1)[0][:200]
+
+
+def scrub_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every value made storable: NUL characters (which Postgres cannot store) and
+    lone surrogates replaced, integers beyond 64 bits and numbers that are not finite written as
+    text, JSON nested too deep cut at its limit."""
+    return {key: _scrub(value, 0) for key, value in row.items()}
+
+
+def _scrub(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, list):
-        return [_scrub(item) for item in value]
+        return _scrub_text(value)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if INT64_MIN <= value <= INT64_MAX else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)):
+        if depth >= MAX_JSON_DEPTH:
+            return "[nested too deep]"
+        return [_scrub(item, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {key: _scrub(item) for key, item in value.items()}
+        if depth >= MAX_JSON_DEPTH:
+            return "{nested too deep}"
+        return {_scrub_text(str(key)): _scrub(item, depth + 1) for key, item in value.items()}
     return value
+
+
+def _scrub_text(text: str) -> str:
+    text = text.replace("\x00", "\ufffd")
+    if text.isascii():
+        return text
+    # Lone surrogates (from `\ud800` escapes) become U+FFFD; valid pairs are kept.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -3,14 +3,14 @@ instructions, tools and completion arguments (request fields override the agent'
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maestrale.agents.service import AgentService
 from maestrale.completions.router import respond_chat
-from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Message
+from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Messages
 from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.errors import BadRequest
 from maestrale.core.routing import Work, domain_router
@@ -27,7 +27,7 @@ class AgentCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     agent_id: str = Field(min_length=1, max_length=200)
-    messages: list[Message] = Field(min_length=1)
+    messages: Annotated[Messages, Field(min_length=1)]
     stream: bool = False
     guardrails: Guardrails | None = None
 

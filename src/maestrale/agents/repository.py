@@ -28,10 +28,12 @@ class AgentRepository(WorkspaceRepository[Agent]):
         stmt = self.select()
         if name is not None:
             stmt = stmt.where(Agent.name == name)
-        if search:
-            pattern = f"%{search.lower()}%"
+        if search:  # a substring: `%`, `_` and the escape character match themselves
             stmt = stmt.where(
-                sa.or_(sa.func.lower(Agent.name).like(pattern), Agent.id.like(f"%{search}%"))
+                sa.or_(
+                    sa.func.lower(Agent.name).contains(search.lower(), autoescape=True),
+                    Agent.id.contains(search, autoescape=True),
+                )
             )
         if id_ is not None:
             stmt = stmt.where(Agent.id == id_)

@@ -109,6 +109,7 @@ class TranscriptionService:
         upload: UploadedAudio | None,
         *,
         correlation_id: str,
+        source: str = "api",
     ) -> tuple[Call[TranscriptionEngine], TranscriptionRequest]:
         """The admitted call and the engine's request; 400 without audio (or with two sources),
         404 for an unknown model or file, 413 for audio over the size limit."""
@@ -129,7 +130,7 @@ class TranscriptionService:
                 code="ambiguous_audio",
             )
         call = await self.gateway.open(
-            caller, form.model, TRANSCRIPTION, correlation_id=correlation_id
+            caller, form.model, TRANSCRIPTION, correlation_id=correlation_id, source=source
         )
         audio = upload or await self._audio(form)
         if not audio.data:

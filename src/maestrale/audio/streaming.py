@@ -34,45 +34,50 @@ def _frame(data: dict[str, Any]) -> bytes:
     return sse_event(data, str(data["type"]))
 
 
-class _Tally:
-    """The accounting of a transcription stream: its last event, the whole result, if it came."""
+class TranscriptionTally:
+    """The accounting of a transcription stream: the whole result if it came, else the audio
+    its segments covered (a stream abandoned or failed mid-way)."""
 
-    __slots__ = ("result",)
+    __slots__ = ("heard", "result")
 
     def __init__(self) -> None:
         self.result: TranscriptionResult | None = None
+        self.heard = 0.0
 
     def add(self, item: TranscriptionEvent) -> None:
         if isinstance(item, TranscriptionResult):
             self.result = item
+        elif isinstance(item, Segment):
+            self.heard = max(self.heard, item.end)
 
     def report(self) -> Report:
-        return Report() if self.result is None else report(self.result)
+        return Report(audio_seconds=self.heard) if self.result is None else report(self.result)
 
 
-class _Frames:
-    """Turns engine events into SSE frames."""
+class EventBodies:
+    """Turns engine events into the bodies of the SDK's transcription events (also sent by the
+    realtime WebSocket)."""
 
     def __init__(self, model: str, granularities: Sequence[str]) -> None:
         self.model = model
         self.granularities = granularities
         self.texts = 0
 
-    def of(self, event: TranscriptionEvent) -> list[bytes]:
+    def of(self, event: TranscriptionEvent) -> list[dict[str, Any]]:
         if isinstance(event, LanguageDetected):
-            return [_frame({"type": "transcription.language", "audio_language": event.language})]
+            return [{"type": "transcription.language", "audio_language": event.language}]
         if isinstance(event, Segment):
             # Deltas joined are the final text: segments are separated by one space.
             text = event.text if self.texts == 0 else " " + event.text
             self.texts += 1
-            frames = [_frame({"type": "transcription.text.delta", "text": text})]
+            bodies = [{"type": "transcription.text.delta", "text": text}]
             for chunk in segment_chunks(event, self.granularities):
                 chunk = {**chunk, "type": "transcription.segment"}
                 chunk.pop("score", None)
-                frames.append(_frame(chunk))
-            return frames
+                bodies.append(chunk)
+            return bodies
         body = response_body(self.model, event, self.granularities)
-        return [_frame({**body, "type": "transcription.done"})]
+        return [{**body, "type": "transcription.done"}]
 
 
 async def stream_transcription(
@@ -85,18 +90,18 @@ async def stream_transcription(
     """The transcription of `engine_request` as server-sent events (see the module's
     docstring); the gateway accounts for the call with its audio seconds."""
     first, rest = await gateway.stream(
-        call, lambda engine: engine.transcribe_stream(engine_request), _Tally()
+        call, lambda engine: engine.transcribe_stream(engine_request), TranscriptionTally()
     )
-    shaper = _Frames(call.model, granularities)
+    shaper = EventBodies(call.model, granularities)
 
     async def frames() -> AsyncIterator[bytes]:
         try:
             if first is not None:
-                for frame in shaper.of(first):
-                    yield frame
+                for body in shaper.of(first):
+                    yield _frame(body)
             async for event in rest:
-                for frame in shaper.of(event):
-                    yield frame
+                for body in shaper.of(event):
+                    yield _frame(body)
         except AppError as exc:  # the engine failed after the first event (mapped, accounted)
             yield _frame(
                 {

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from maestrale.batch.endpoints import execute
+from maestrale.batch.endpoints import execute, target
 from maestrale.batch.progress import DoneLines, Progress
 from maestrale.batch.tables import BatchJob, BatchStatus
 from maestrale.core.clock import as_utc, utcnow
@@ -176,8 +176,7 @@ class BatchRun:
         try:
             custom_id, body = _read_line(raw, line)
             body["stream"] = False
-            if self.batch.model:
-                body["model"] = self.batch.model
+            target(body, self.batch.model, self.batch.agent_id)
             remaining = (self.deadline - utcnow()).total_seconds()
             deadline = asyncio.timeout(max(0.0, remaining))
             try:
@@ -210,7 +209,7 @@ class BatchRun:
         for attempt in range(RATE_LIMIT_RETRIES + 1):
             try:
                 return await execute(
-                    self.services.gateway,
+                    self.services,
                     self.caller,
                     self.batch.endpoint,
                     body,

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.agents.service import AgentService
 from maestrale.batch.endpoints import ENDPOINTS
 from maestrale.batch.repository import BatchRepository
 from maestrale.batch.schemas import BatchErrorOut, BatchJobCreate, BatchJobOut
@@ -64,25 +65,42 @@ class BatchService:
                 code="unsupported_endpoint",
                 param="endpoint",
             )
-        if body.agent_id is not None:
+        endpoint = ENDPOINTS[body.endpoint]
+        if body.agent_id is not None and not endpoint.agents:
+            agents = ", ".join(path for path, e in ENDPOINTS.items() if e.agents)
             raise InvalidBatch(
-                "batch jobs of agent requests are not supported yet; give `model` instead",
+                f"jobs of {body.endpoint} run on a `model`; only {agents} jobs may run on an agent",
                 code="agents_unavailable",
                 param="agent_id",
             )
-        if not body.model:
-            raise InvalidBatch("give the `model` the lines run on", param="model")
+        if (body.agent_id is None) == (not body.model):
+            raise InvalidBatch(
+                "give the `model` the lines run on"
+                if body.agent_id is None
+                else "give either `model` or `agent_id`, not both",
+                param="model",
+            )
         if not 1 <= body.timeout_hours <= MAX_TIMEOUT_HOURS:
             raise InvalidBatch(
                 f"timeout_hours must be between 1 and {MAX_TIMEOUT_HOURS}", param="timeout_hours"
             )
-        capability = ENDPOINTS[body.endpoint].capability
-        caller = Caller(
-            self.tenant.organization_id, self.tenant.workspace_id, self.key_id, self.tenant.user_id
-        )
-        # 404 for an unknown model, 400 for one that does not serve the endpoint: now, not
-        # once per line.
-        await self.gateway.open(caller, body.model, capability, correlation_id="", source="batch")
+        # 404 for an unknown model or agent, 400 for a model that does not serve the endpoint:
+        # now, not once per line.
+        if body.agent_id is not None:
+            await AgentService(self.session, self.tenant, self.gateway.registry).agent_version(
+                body.agent_id, None
+            )
+        else:
+            assert body.model is not None
+            caller = Caller(
+                self.tenant.organization_id,
+                self.tenant.workspace_id,
+                self.key_id,
+                self.tenant.user_id,
+            )
+            await self.gateway.open(
+                caller, body.model, endpoint.capability, correlation_id="", source="batch"
+            )
         input_files = body.input_files or []
         total = await self._count_input_lines(input_files)
         batch_id = new_id()
@@ -101,7 +119,7 @@ class BatchService:
             key_id=self.key_id,
             endpoint=body.endpoint,
             model=body.model,
-            agent_id=None,
+            agent_id=body.agent_id,
             input_files=input_files,
             requests_blob=requests_blob,
             meta=body.metadata,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from maestrale.completions.hearing import has_audio, hear
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
     EmbeddingRequest,
@@ -23,7 +24,12 @@ from maestrale.completions.validation import (
     validate_fim,
 )
 from maestrale.core.validation import parse_body
-from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
+from maestrale.engines.protocols import (
+    ChatEngine,
+    EmbeddingsEngine,
+    FimEngine,
+    HearsByTranscription,
+)
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, FimRequest
 from maestrale.engines.types import EmbeddingRequest as EngineEmbeddingRequest
@@ -50,12 +56,23 @@ async def prepare_chat(
     source: str = "api",
     extra: Mapping[str, Any] | None = None,
 ) -> tuple[Call[ChatEngine], ChatRequest]:
-    """Open, validate and admit a chat call; return it with the engine request to send."""
+    """Open, validate and admit a chat call; return it with the engine request to send. Audio
+    sent to a model that hears through transcription is transcribed first (`hearing`)."""
     call = await gateway.open(
         caller, body.model, CHAT, correlation_id=correlation_id, source=source
     )
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
+    if isinstance(call.engine, HearsByTranscription) and has_audio(body.messages):
+        messages = await hear(
+            gateway,
+            caller,
+            body.model,
+            body.messages,
+            correlation_id=correlation_id,
+            source=source,
+        )
+        body = body.model_copy(update={"messages": messages})
     if body.guardrails:  # checked on the input before the model is admitted
         await apply_guardrails(
             gateway,

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from maestrale.core.sizes import MAX_EMBEDDING_INPUTS, MAX_MESSAGES, at_most
 from maestrale.gateway.messages import Message as Message
 from maestrale.guardrails.schemas import Guardrails
 
@@ -60,6 +61,9 @@ class Prediction(_In):
     content: str = ""
 
 
+Messages = Annotated[
+    list[Message], at_most(MAX_MESSAGES, "messages"), Field(max_length=MAX_MESSAGES)
+]
 Stop = str | list[str]
 Temperature = Annotated[float, Field(ge=0, le=2)]
 Penalty = Annotated[float, Field(ge=-2, le=2)]
@@ -83,7 +87,7 @@ class _Sampling(_In):
 
 
 class ChatCompletionRequest(_Sampling):
-    messages: list[Message]
+    messages: Messages
     response_format: ResponseFormat | None = None
     tools: list[ToolIn] | None = None
     tool_choice: ToolChoice | None = None
@@ -106,7 +110,14 @@ class FIMCompletionRequest(_Sampling):
 
 class EmbeddingRequest(_In):
     model: str = Field(min_length=1, max_length=256)
-    input: str | list[str]
+    input: (
+        str
+        | Annotated[
+            list[str],
+            at_most(MAX_EMBEDDING_INPUTS, "input"),
+            Field(max_length=MAX_EMBEDDING_INPUTS),
+        ]
+    )
     metadata: dict[str, Any] | None = None
     output_dimension: Annotated[int, Field(ge=1, le=8192)] | None = None
     output_dtype: Literal["float", "int8", "uint8", "binary", "ubinary"] = "float"

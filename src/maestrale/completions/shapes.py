@@ -48,14 +48,17 @@ def completion_body(
 
 
 def chunk_body(completion_id: str, model: str, created: int, chunk: ChatChunk) -> dict[str, Any]:
+    delta = chunk.delta
+    if delta.get("content") is None:
+        # The platform sends `"content": ""` in every delta (the finish chunk, tool calls):
+        # clients concatenate `delta.content`, and the SDK's default for a missing one is Unset.
+        delta = {**delta, "content": ""}
     body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "model": model,
         "created": created,
-        "choices": [
-            {"index": chunk.index, "delta": chunk.delta, "finish_reason": chunk.finish_reason}
-        ],
+        "choices": [{"index": chunk.index, "delta": delta, "finish_reason": chunk.finish_reason}],
     }
     if chunk.usage is not None:
         body["usage"] = usage_dict(chunk.usage)

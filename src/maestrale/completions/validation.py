@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -17,8 +18,6 @@ from maestrale.completions.schemas import (
 from maestrale.core.errors import BadRequest
 from maestrale.engines.text import content_text
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
-
-MAX_EMBEDDING_INPUTS = 2048
 
 
 class InvalidRequest(BadRequest):
@@ -47,6 +46,25 @@ def check_max_tokens(spec: ModelSpec, max_tokens: int | None, prompt_chars: int)
         )
 
 
+# Content chunks a model takes only with a capability: chunk type → (capability, what it is).
+_CHUNK_CAPABILITIES = MappingProxyType(
+    {"image_url": ("vision", "images"), "input_audio": ("audio", "audio")}
+)
+
+
+def check_chunks(content: list[dict[str, Any]], spec: ModelSpec, where: str) -> None:
+    """400 for a chunk the model cannot take (an image without `vision`, audio without `audio`):
+    such a chunk is refused, never answered as if it were not there."""
+    for chunk in content:
+        needed = _CHUNK_CAPABILITIES.get(chunk["type"])
+        if needed is not None and not spec.has(needed[0]):
+            capability, what = needed
+            raise _fail(
+                f"{where}: model {spec.id} does not accept {what} (no {capability} capability)",
+                f"{where}.content",
+            )
+
+
 def _check_messages(messages: list[Message], spec: ModelSpec) -> None:
     if not messages:
         raise _fail("messages must not be empty", "messages")
@@ -59,12 +77,7 @@ def _check_messages(messages: list[Message], spec: ModelSpec) -> None:
         if message.prefix and (message.role != "assistant" or i != len(messages) - 1):
             raise _fail(f"{where}: only the last message, an assistant one, may be a prefix", where)
         if isinstance(message.content, list):
-            for chunk in message.content:
-                if chunk["type"] == "image_url" and not spec.has("vision"):
-                    raise _fail(
-                        f"{where}: model {spec.id} does not accept images (no vision capability)",
-                        f"{where}.content",
-                    )
+            check_chunks(message.content, spec, where)
         if message.role == "assistant" and message.tool_calls:
             call_ids.update(call.id for call in message.tool_calls)
             call_names.update(call.function.name for call in message.tool_calls)
@@ -120,9 +133,7 @@ def validate_embeddings(request: EmbeddingRequest) -> list[str]:
     inputs = request.inputs()
     if not inputs:
         raise _fail("input must not be empty", "input")
-    if len(inputs) > MAX_EMBEDDING_INPUTS:
-        raise _fail(f"at most {MAX_EMBEDDING_INPUTS} inputs per request", "input")
-    return inputs
+    return inputs  # at most MAX_EMBEDDING_INPUTS: the schema refuses more (413)
 
 
 def engine_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -4,12 +4,12 @@ handoffs, and stop at function calls the client must run."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from maestrale.conversations import entries as E
-from maestrale.conversations.turn import EMPTY, TurnPrefix, prepare_turn
+from maestrale.conversations.turn import EMPTY, TurnPrefix, check_turn, prepare_turn
 from maestrale.core.errors import BadRequest
 from maestrale.engines.protocols import ChatEngine
 from maestrale.engines.types import ChatRequest, Usage
@@ -110,6 +110,32 @@ def chat_params(target: Target, override: dict[str, Any] | None) -> dict[str, An
     return body
 
 
+async def check_first_turn(
+    gateway: Gateway,
+    caller: Caller,
+    conversation_id: str,
+    target: Target,
+    entries: list[dict[str, Any]],
+    *,
+    override: dict[str, Any] | None,
+    prefix: TurnPrefix = EMPTY,
+) -> TurnPrefix:
+    """Check the first model turn `run` will make on `entries` (unknown or unfit model, invalid
+    completion arguments or messages: the 4xx it would raise), so that a request is refused
+    before a stream opens; return the prefix of `entries` (which `run` then only extends)."""
+    target.check_tools()
+    turn = await check_turn(
+        gateway,
+        caller,
+        chat_params(target, override),
+        target.instructions,
+        entries,
+        correlation_id=conversation_id,
+        prefix=prefix,
+    )
+    return turn.prefix
+
+
 async def run(
     gateway: Gateway,
     caller: Caller,
@@ -122,6 +148,8 @@ async def run(
     load_agent: LoadAgent,
     emit: Emit | None = None,
     prefix: TurnPrefix = EMPTY,
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run model turns on `history` (whose first entries `prefix` holds) until the model
     answers, calls client functions, or hands off (with `handoff_execution="client"`); a
@@ -138,6 +166,8 @@ async def run(
             history + outputs,
             correlation_id=conversation_id,
             prefix=prefix,
+            source=source,
+            extra=extra,
         )
         message_id = E.entry_id("message.output")
         if emit is None:

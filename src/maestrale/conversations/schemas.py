@@ -4,14 +4,23 @@ AgentConversation / ModelConversation, ConversationHistory, ConversationMessages
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.agents.schemas import AgentToolIn, CompletionArgsIn
+from maestrale.core.sizes import MAX_CONVERSATION_INPUTS, at_most
 from maestrale.guardrails.schemas import Guardrails
 
 HandoffExecution = Literal["client", "server"]
+Inputs = (
+    str
+    | Annotated[
+        list[dict[str, Any]],
+        at_most(MAX_CONVERSATION_INPUTS, "inputs"),
+        Field(max_length=MAX_CONVERSATION_INPUTS),
+    ]
+)
 
 
 class _In(BaseModel):
@@ -19,7 +28,7 @@ class _In(BaseModel):
 
 
 class ConversationStart(_In):
-    inputs: str | list[dict[str, Any]]
+    inputs: Inputs
     stream: bool = False
     store: bool | None = None
     handoff_execution: HandoffExecution | None = None
@@ -36,7 +45,7 @@ class ConversationStart(_In):
 
 
 class _Continuation(_In):
-    inputs: str | list[dict[str, Any]] | None = None
+    inputs: Inputs | None = None
     stream: bool = False
     store: bool = True
     handoff_execution: HandoffExecution = "server"

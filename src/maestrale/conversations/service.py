@@ -3,6 +3,7 @@ and reads. Model turns run in `runtime`; this module decides what is stored."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +98,7 @@ class Prepared:
     added: list[dict[str, Any]]  # the entries the request adds
     override: dict[str, Any] | None
     handoff_execution: str
-    prefix: TurnPrefix = EMPTY
+    prefix: TurnPrefix = EMPTY  # the turn messages of `history` (of history + added once ready)
     create: Conversation | None = None  # the conversation a start or restart stores
     append: bool = False  # an append that stores: it runs holding the conversation's turn
     guarded: list[dict[str, Any]] | None = None  # the results of the guardrails checked so far
@@ -114,6 +115,9 @@ class ConversationService:
         caller: Caller,
         histories: Histories,
         turns: Turns,
+        *,
+        source: str = "api",
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         self.work = work
         self.tenant = tenant
@@ -124,11 +128,23 @@ class ConversationService:
         self.caller = caller
         self.histories = histories
         self.turns = turns
+        # Where the model calls come from, for accounting (a batch line: "batch", with its ids
+        # among the events' extra fields).
+        self.source = source
+        self.extra = extra
 
     def in_work(self, work: UnitOfWork) -> ConversationService:
         """The same caller's service in another unit of work (a stream outlives its request)."""
         return ConversationService(
-            work, self.tenant, self.engines, self.gateway, self.caller, self.histories, self.turns
+            work,
+            self.tenant,
+            self.engines,
+            self.gateway,
+            self.caller,
+            self.histories,
+            self.turns,
+            source=self.source,
+            extra=self.extra,
         )
 
     # Targets.
@@ -176,15 +192,26 @@ class ConversationService:
             fresh,
             E.to_messages(None, added),
             correlation_id=prepared.conversation_id,
+            source=self.source,
         )
         prepared.checked.update(guardrail_key(g) for g in fresh)
         prepared.guarded = [*(prepared.guarded or []), *results]
 
     async def _ready(self, prepared: Prepared) -> Prepared:
-        """Check the request's inputs against its history, then its guardrails; the reads are
-        over (nothing stays open while the request waits for its turn or its model)."""
+        """Check the request's inputs against its history, its first model turn (model,
+        completion arguments, messages), then its guardrails; the reads are over (nothing stays
+        open while the request waits for its turn or its model)."""
         E.check_results(prepared.history, prepared.added)
-        prepared.target.check_tools()
+        await self.work.release()
+        prepared.prefix = await runtime.check_first_turn(
+            self.gateway,
+            self.caller,
+            prepared.conversation_id,
+            prepared.target,
+            prepared.history + prepared.added,
+            override=prepared.override,
+            prefix=prepared.prefix,
+        )
         await self._guard(prepared, prepared.target, prepared.added)
         await self.work.release()
         return prepared
@@ -406,6 +433,8 @@ class ConversationService:
             load_agent=load_agent,
             emit=emit,
             prefix=prefix,
+            source=self.source,
+            extra=self.extra,
         )
 
     async def _store(

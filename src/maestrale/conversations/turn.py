@@ -16,7 +16,7 @@ are converted and checked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from maestrale.completions.execute import engine_chat_request
 from maestrale.completions.schemas import ChatCompletionRequest, Message
 from maestrale.completions.validation import (
     InvalidRequest,
+    check_chunks,
     check_max_tokens,
     engine_messages,
     validate_chat,
@@ -127,7 +128,6 @@ def check_messages(messages: list[dict[str, Any]], special: list[int], spec: Mod
         raise _fail("messages must not be empty", "messages")
     call_ids: set[str] = set()
     call_names: set[str] = set()
-    vision = spec.has("vision")
     last = len(messages) - 1
     for i in special:
         message = messages[i]
@@ -137,13 +137,8 @@ def check_messages(messages: list[dict[str, Any]], special: list[int], spec: Mod
             raise _fail(f"{where}: a {role} message needs content", f"{where}.content")
         if message.get("prefix") and (role != "assistant" or i != last):
             raise _fail(f"{where}: only the last message, an assistant one, may be a prefix", where)
-        if not vision and isinstance(content, list):
-            for chunk in content:
-                if chunk["type"] == "image_url":
-                    raise _fail(
-                        f"{where}: model {spec.id} does not accept images (no vision capability)",
-                        f"{where}.content",
-                    )
+        if isinstance(content, list):
+            check_chunks(content, spec, where)
         if role == "assistant" and message.get("tool_calls"):
             call_ids.update(call["id"] for call in message["tool_calls"])
             call_names.update(call["function"]["name"] for call in message["tool_calls"])
@@ -162,7 +157,19 @@ def check_messages(messages: list[dict[str, Any]], special: list[int], spec: Mod
                 )
 
 
-async def prepare_turn(
+@dataclass(frozen=True, slots=True)
+class CheckedTurn:
+    """A turn's chat call, opened and validated but not admitted: its parameters, its messages
+    in engine shape (instructions first), the prefix of all the entries and their characters."""
+
+    call: Call[ChatEngine]
+    params: ChatCompletionRequest
+    wire: list[dict[str, Any]]
+    prefix: TurnPrefix
+    chars: int
+
+
+async def check_turn(
     gateway: Gateway,
     caller: Caller,
     body: dict[str, Any],
@@ -171,11 +178,14 @@ async def prepare_turn(
     *,
     correlation_id: str,
     prefix: TurnPrefix = EMPTY,
-) -> tuple[Call[ChatEngine], ChatRequest, TurnPrefix]:
-    """Open, validate and admit the chat call of `body` (a chat request without messages) on
-    the messages of `instructions` and `entries` (of which `prefix` holds the first ones);
-    return it with the engine request, as `prepare_chat` would for the same request with its
-    messages, and the prefix of all the entries."""
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
+) -> CheckedTurn:
+    """Open and validate the chat call of `body` (a chat request without messages) on the
+    messages of `instructions` and `entries` (of which `prefix` holds the first ones): every
+    4xx `prepare_chat` would give for the same request with its messages, nothing reserved.
+    `source` and `extra` (event fields added to the request's metadata) say where the call
+    comes from (a batch line...)."""
     params, param_errors = validate_params(body)
     if param_errors and _rank(param_errors) < FIELD_ORDER["messages"]:
         raise invalid_args(param_errors)
@@ -194,10 +204,41 @@ async def prepare_turn(
     wire += built.messages
     special = [index + offset for index in built.special]
     chars = built.chars + (len(instructions) if instructions else 0)
-    call = await gateway.open(caller, params.model, CHAT, correlation_id=correlation_id)
-    call.extra = params.metadata or {}
+    call = await gateway.open(
+        caller, params.model, CHAT, correlation_id=correlation_id, source=source
+    )
+    call.extra = {**(params.metadata or {}), **extra} if extra else (params.metadata or {})
     check_messages(wire, special, call.spec)
     validate_chat(params.model_copy(update={"messages": [PROBE]}), call.spec)
     check_max_tokens(call.spec, params.max_tokens, chars)
-    await gateway.admit(call, estimate_tokens(chars, params.max_tokens))
-    return call, engine_chat_request(call, params, wire), built
+    return CheckedTurn(call, params, wire, built, chars)
+
+
+async def prepare_turn(
+    gateway: Gateway,
+    caller: Caller,
+    body: dict[str, Any],
+    instructions: str | None,
+    entries: list[dict[str, Any]],
+    *,
+    correlation_id: str,
+    prefix: TurnPrefix = EMPTY,
+    source: str = "api",
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Call[ChatEngine], ChatRequest, TurnPrefix]:
+    """Open, validate (`check_turn`) and admit the chat call of `body` on the messages of
+    `instructions` and `entries`; return it with the engine request, as `prepare_chat` would
+    for the same request with its messages, and the prefix of all the entries."""
+    turn = await check_turn(
+        gateway,
+        caller,
+        body,
+        instructions,
+        entries,
+        correlation_id=correlation_id,
+        prefix=prefix,
+        source=source,
+        extra=extra,
+    )
+    await gateway.admit(turn.call, estimate_tokens(turn.chars, turn.params.max_tokens))
+    return turn.call, engine_chat_request(turn.call, turn.params, turn.wire), turn.prefix

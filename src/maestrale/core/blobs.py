@@ -14,6 +14,8 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
+from maestrale.core.paths import private_dir
+
 CHUNK = 1024 * 1024
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,511}$")
 
@@ -57,7 +59,7 @@ class LocalBlobStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root, "blob directory")
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)

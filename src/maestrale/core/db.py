@@ -29,6 +29,8 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
+from maestrale.core.regex import sqlite_regexp
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -87,6 +89,8 @@ def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+    # REGEXP in linear time (RE2), over the dialect's own registration with Python's `re`.
+    dbapi_conn.create_function("regexp", 2, sqlite_regexp(), deterministic=True)
 
 
 def _json_dumps(value: Any) -> str:
@@ -95,8 +99,15 @@ def _json_dumps(value: Any) -> str:
 
 
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """The engine of `url`. Its errors never show their bound parameters (`hide_parameters`):
+    they are prompts, instructions and documents, and a traceback goes to the logs."""
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=_json_dumps)
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 30},
+            json_serializer=_json_dumps,
+            hide_parameters=True,
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     engine = create_async_engine(
@@ -104,6 +115,7 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_size=pool_size,
         max_overflow=pool_size,
         json_serializer=_json_dumps,
+        hide_parameters=True,
     )
     event.listen(engine.sync_engine, "checkin", _checked_in)
     event.listen(engine.sync_engine, "checkout", _ping_if_idle)

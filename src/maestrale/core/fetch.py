@@ -56,11 +56,45 @@ class Fetched:
     url: str
 
 
+# IPv6 ranges that carry the IPv4 address a packet is delivered to (or through): each embedded
+# address must pass the IPv4 rules, or `64:ff9b::a9fe:a9fe` reaches the cloud metadata service
+# through a NAT64 gateway.
+_NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215, local use only
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291, deprecated
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for (none for a plain IPv6 address)."""
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)  # the relay server and the (de-obfuscated) client
+    if ip in _NAT64_WELL_KNOWN or ip in _IPV4_COMPATIBLE or ip in _IPV4_TRANSLATED:
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)]
+    return []
+
+
 def address_allowed(address: str, policy: FetchPolicy) -> bool:
-    """A public unicast address, or any address when the policy allows private ones."""
+    """A public unicast address, or any address when the policy allows private ones.
+
+    An IPv4-mapped address is judged as the IPv4 address it maps; an IPv6 address that embeds
+    IPv4 ones otherwise (compatible, translated, NAT64, 6to4, Teredo) must pass both the IPv6
+    rules and the IPv4 rules for every address it embeds."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return _ip_allowed(ip, policy)
+    if ip.ipv4_mapped is not None:
+        return _ip_allowed(ip.ipv4_mapped, policy)
+    if ip in _NAT64_LOCAL and not policy.allow_private:
+        # Local-use NAT64 (the operator picks where the IPv4 address sits): never a public
+        # destination, whatever it embeds.
+        return False
+    return _ip_allowed(ip, policy) and all(_ip_allowed(v4, policy) for v4 in _embedded_ipv4(ip))
+
+
+def _ip_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: FetchPolicy) -> bool:
     if ip.is_multicast or ip.is_unspecified:
         return False
     if policy.allow_private:

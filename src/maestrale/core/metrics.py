@@ -2,10 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+# Label values → count, read when /metrics is scraped.
+CounterReader = Callable[[], Mapping[tuple[str, ...], float]]
+
+
+@dataclass(frozen=True, slots=True)
+class _CounterSource:
+    documentation: str
+    labels: tuple[str, ...]
+    read: CounterReader
+
+
+class _Sources(Collector):
+    """Counters kept by objects of their own (the accounting recorder), read at scrape time."""
+
+    def __init__(self) -> None:
+        self.counters: dict[str, _CounterSource] = {}
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, source in self.counters.items():
+            family = CounterMetricFamily(name, source.documentation, labels=source.labels)
+            for values, count in sorted(source.read().items()):
+                family.add_metric(list(values), count)
+            yield family
 
 
 class Metrics:
@@ -26,10 +55,19 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self._sources = _Sources()
+        self.registry.register(self._sources)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route).observe(seconds)
+
+    def add_counter(
+        self, name: str, documentation: str, labels: tuple[str, ...], read: CounterReader
+    ) -> None:
+        """Expose a counter that another object keeps (`name` without `_total`); adding a name
+        again replaces its source (a new lifespan of the same app)."""
+        self._sources.counters[name] = _CounterSource(documentation, labels, read)
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

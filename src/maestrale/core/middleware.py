@@ -1,8 +1,13 @@
 """The outermost request middleware (pure ASGI, so it costs little on the hot path).
 
 It gives every request an id (`x-request-id`, echoed when the caller sent a sane one), puts it
-in the logging context, enforces the request size limit, turns an unhandled exception into a
-JSON 500, writes one access log line and records the route's metrics.
+in the logging context, enforces the request size limits (`BodyLimits`), turns an unhandled
+exception into a JSON 500, writes one access log line and records the route's metrics.
+
+A body that a route parses in memory (JSON) is read here first, up to its route's limit, and
+refused with a 413 as soon as it passes it (a declared `Content-Length` at once, a chunked body
+when its bytes do): a 50 MB array of tiny objects costs a gigabyte once parsed. Uploads (files,
+audio) are streamed to storage by their routes, which count their bytes themselves.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from maestrale.core.errors import INTERNAL_ERROR, error_body
+from maestrale.core.errors import INTERNAL_ERROR, HttpErrorRenderer, PayloadTooLarge, error_body
 from maestrale.core.logs import request_id_var
 from maestrale.core.metrics import Metrics
 
@@ -37,11 +44,43 @@ def _route_of(scope: Scope) -> str:
     return path if isinstance(path, str) else "<unmatched>"
 
 
+# The routes that stream their body to storage (and count it) instead of parsing it in memory.
+UPLOAD_PATHS = frozenset({"/v1/files", "/v1/audio/transcriptions"})
+_NO_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True, slots=True)
+class BodyLimits:
+    """The largest request body of a route, in bytes: `upload` for the streamed uploads,
+    `routes` for the paths given there (a document sent inline to OCR), `json` for all others."""
+
+    json: int
+    upload: int
+    routes: Mapping[str, int] = field(default_factory=dict)
+    uploads: frozenset[str] = UPLOAD_PATHS
+
+    def of(self, path: str) -> tuple[int, bool]:
+        """The limit of `path`, and whether its route streams the body itself."""
+        path = path.rstrip("/") or "/"
+        if path in self.uploads:
+            return self.upload, True
+        return self.routes.get(path, self.json), False
+
+
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, metrics: Metrics, max_request_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        max_request_bytes: int,
+        body_limits: BodyLimits | None = None,
+        renderers: Mapping[str, HttpErrorRenderer] | None = None,
+    ) -> None:
         self.app = app
         self.metrics = metrics
-        self.max_request_bytes = max_request_bytes
+        # Without `body_limits`, every route has `max_request_bytes`.
+        self.limits = body_limits or BodyLimits(json=max_request_bytes, upload=max_request_bytes)
+        self.renderers = dict(renderers or {})  # a group's own error body, by path prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,13 +109,9 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
-            if content_length is not None and _too_large(content_length, self.max_request_bytes):
-                body = error_body(
-                    f"request body exceeds {self.max_request_bytes} bytes",
-                    "invalid_request_error",
-                    "payload_too_large",
-                )
-                await _send_json(send_with_id, 413, body)
+            limit, streamed = self.limits.of(scope["path"])
+            if content_length is not None and _too_large(content_length, limit):
+                await self._too_large(scope, receive, send_with_id, limit)
             elif "\x00" in scope["path"] or b"%00" in scope["query_string"]:
                 # No stored text may hold NUL (Postgres refuses it): refuse it at the edge.
                 body = error_body(
@@ -85,8 +120,12 @@ class RequestContextMiddleware:
                     "invalid_url",
                 )
                 await _send_json(send_with_id, 400, body)
-            else:
+            elif streamed or scope["method"] in _NO_BODY:
                 await self.app(scope, receive, send_with_id)
+            elif (first := await _read_body(receive, limit)) is None:
+                await self._too_large(scope, receive, send_with_id, limit)
+            else:
+                await self.app(scope, _replay(first, receive), send_with_id)
         except Exception:
             errlog.exception("unhandled error on %s %s", scope["method"], scope["path"])
             if not state["started"]:
@@ -103,6 +142,52 @@ class RequestContextMiddleware:
                 extra={"status": state["status"], "duration_ms": round(elapsed * 1000, 3)},
             )
             request_id_var.reset(token)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        error = PayloadTooLarge(f"request body exceeds {limit} bytes, the limit of this route")
+        path: str = scope["path"]
+        for prefix, render in self.renderers.items():
+            if path.startswith(prefix) and (response := render(error)) is not None:
+                await response(scope, receive, send)
+                return
+        await _send_json(send, 413, error.body())
+
+
+async def _read_body(receive: Receive, limit: int) -> Message | None:
+    """The request's body as one message, read up to `limit` bytes (None past it). A client
+    that went away is passed on as it came."""
+    message = await receive()
+    if message["type"] != "http.request":
+        return message
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return message if len(body) <= limit else None
+    chunks, size = [body], len(body)
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """`receive` that gives `first` (the body, read already), then what `receive` gives
+    (a streamed response waits on it for the client's disconnect)."""
+    pending: Message | None = first
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending is not None:
+            message, pending = pending, None
+            return message
+        return await receive()
+
+    return replay
 
 
 def _too_large(raw: bytes, limit: int) -> bool:

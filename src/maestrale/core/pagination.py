@@ -15,6 +15,8 @@ from sqlalchemy.orm import InstrumentedAttribute
 from maestrale.core.errors import BadRequest
 
 MAX_PAGE_SIZE = 1000
+# An OFFSET is a signed 64-bit integer on every backend: a page past it is a 400, not an overflow.
+MAX_OFFSET = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,12 @@ class PageParams:
                 f"page_size must be between 1 and {MAX_PAGE_SIZE}",
                 code="invalid_page_size",
                 param="page_size",
+            )
+        if (self.page - self.first_page) * self.page_size > MAX_OFFSET:
+            raise BadRequest(
+                f"page is too large for page_size {self.page_size}",
+                code="invalid_page",
+                param="page",
             )
 
     @property

@@ -42,5 +42,6 @@ def sign(secret: bytes, message: str) -> str:
 
 
 def verify(secret: bytes, message: str, signature: str) -> bool:
-    """Whether `signature` is `sign(secret, message)`, compared in constant time."""
-    return hmac.compare_digest(sign(secret, message), signature)
+    """Whether `signature` is `sign(secret, message)`, compared in constant time (a signature
+    that is not ASCII cannot be one, and `compare_digest` refuses to compare it)."""
+    return signature.isascii() and hmac.compare_digest(sign(secret, message), signature)

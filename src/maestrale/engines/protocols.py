@@ -17,6 +17,7 @@ from maestrale.engines.moderation_types import (
 )
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.transcription_types import (
+    RealtimeTranscriptionRequest,
     TranscriptionEvent,
     TranscriptionRequest,
     TranscriptionResult,
@@ -99,6 +100,28 @@ class TranscriptionEngine(Protocol):
     def transcribe_stream(self, request: TranscriptionRequest) -> AsyncIterator[TranscriptionEvent]:
         """Stream the transcription: `LanguageDetected` (when known), each `Segment` as it is
         decoded, and the whole `TranscriptionResult` last."""
+        ...
+
+
+@runtime_checkable
+class RealtimeTranscriptionEngine(Protocol):
+    def transcribe_realtime(
+        self, request: RealtimeTranscriptionRequest
+    ) -> AsyncIterator[TranscriptionEvent]:
+        """Transcribe PCM audio as it arrives: `LanguageDetected` (when known), each `Segment`
+        once the engine will not revise it (all of them at a FLUSH), and the whole
+        `TranscriptionResult` after the audio ends; `EngineError` 413 past `max_seconds`."""
+        ...
+
+
+@runtime_checkable
+class HearsByTranscription(Protocol):
+    """A chat engine that takes no audio itself but hears it through its model's transcription:
+    the chat endpoint transcribes each `input_audio` chunk with the same model (a transcription
+    call of its own, limited and accounted as such) and sends the text in its place."""
+
+    def hears_by_transcription(self) -> bool:
+        """True: the marker of this Protocol."""
         ...
 
 

@@ -51,13 +51,21 @@ ENGINES: Mapping[str, tuple[str, str | None]] = MappingProxyType(
 )
 
 
+# Engines made of other models of the catalog → "module:function" of their factory, which also
+# gets `Lookup`: they are built after every other entry, and find their models through it.
+COMPOSITE_ENGINES: Mapping[str, str] = MappingProxyType(
+    {"audio_chat": "maestrale.engines.audio_chat:create_engine"}
+)
+
+
 class EngineUnavailable(Exception):
-    """The engine exists but what it needs is not installed."""
+    """The engine exists but what it needs is not installed (or, for a composite engine, a model
+    it names is not served)."""
 
 
 def load_factory(name: str) -> EngineFactory:
     if name not in ENGINES:
-        known = ", ".join(sorted(ENGINES))
+        known = ", ".join(sorted((*ENGINES, *COMPOSITE_ENGINES)))
         raise CatalogError(f"unknown engine {name!r} (known: {known})")
     target, extra = ENGINES[name]
     module_name, func = target.split(":")
@@ -76,6 +84,11 @@ class ResolvedModel:
     engine: object
 
 
+# A catalog name (id or alias) → the model serving it, or None.
+Lookup = Callable[[str], ResolvedModel | None]
+CompositeFactory = Callable[[ModelSpec, Lookup], object]
+
+
 class EngineRegistry:
     def __init__(
         self, specs: list[ModelSpec], factories: Mapping[str, EngineFactory] | None = None
@@ -84,7 +97,9 @@ class EngineRegistry:
         self.specs: list[ModelSpec] = []
         self._by_name: dict[str, ResolvedModel] = {}
         self._engines: dict[tuple[str, str | None, str | None, bytes], object] = {}
-        for spec in specs:
+        served: dict[str, ResolvedModel] = {}
+        composites = [spec for spec in specs if spec.engine in COMPOSITE_ENGINES]
+        for spec in [spec for spec in specs if spec.engine not in COMPOSITE_ENGINES] + composites:
             try:
                 engine = self._build(spec)
             except EngineUnavailable as exc:
@@ -94,12 +109,16 @@ class EngineRegistry:
                 continue
             except CatalogError as exc:
                 raise CatalogError(f"model {spec.id!r}: {exc}") from exc
-            resolved = ResolvedModel(spec, engine)
-            self.specs.append(spec)
+            resolved = served[spec.id] = ResolvedModel(spec, engine)
             for name in (spec.id, *spec.aliases):
                 self._by_name[name] = resolved
+        self.specs = [spec for spec in specs if spec.id in served]  # in the catalog's order
 
     def _build(self, spec: ModelSpec) -> object:
+        if spec.engine in COMPOSITE_ENGINES:
+            module_name, func = COMPOSITE_ENGINES[spec.engine].split(":")
+            composite: CompositeFactory = getattr(importlib.import_module(module_name), func)
+            return composite(spec, self.resolve)
         # One engine object per engine and upstream configuration: models served by the same
         # server share its connection pool, models of the same file share the loaded weights.
         key = (

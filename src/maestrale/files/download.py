@@ -46,17 +46,26 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
     if not first and not last:
         return None
     if not first:  # the last N bytes
-        suffix = int(last)
+        suffix = _position(last)
         if suffix == 0:
             raise RangeNotSatisfiable(size)
         return ByteRange(max(0, size - suffix), size)
-    start = int(first)
-    end = size if not last else min(size, int(last) + 1)
-    if last and int(last) < start:
+    start = _position(first)
+    end = size if not last else min(size, _position(last) + 1)
+    if last and _position(last) < start:
         return None  # invalid: ignored, as the RFC says
     if start >= size:
         raise RangeNotSatisfiable(size)
     return ByteRange(start, end)
+
+
+# Past any file's size: a position of more digits means the same (int() refuses 4,300+ digits).
+_BEYOND = 2**63
+
+
+def _position(digits: str) -> int:
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) < 19 else _BEYOND
 
 
 def content_disposition(filename: str) -> str:

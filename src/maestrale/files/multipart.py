@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from python_multipart.exceptions import FormParserError
-from python_multipart.multipart import MultipartParser, parse_options_header
+from python_multipart.multipart import (
+    MAX_BOUNDARY_LENGTH,
+    MultipartParser,
+    parse_options_header,
+)
 
 from maestrale.core.errors import BadRequest, UnsupportedMediaType
 
@@ -58,6 +62,10 @@ def boundary_of(content_type: str | None) -> bytes:
     boundary = params.get(b"boundary")
     if not boundary:
         raise MalformedBody("the multipart Content-Type has no boundary")
+    if len(boundary) > MAX_BOUNDARY_LENGTH:  # RFC 2046 says 70; the parser takes up to this
+        raise MalformedBody(
+            f"the multipart boundary is longer than {MAX_BOUNDARY_LENGTH} characters"
+        )
     return boundary
 
 

@@ -316,9 +316,9 @@ async def signed_file(
     session: AsyncSession, file_id: str, expires: str, signature: str, secret: bytes
 ) -> StoredFile:
     """The file a signed link opens: 403 if the signature is wrong or the link expired."""
-    if not (expires.isascii() and expires.isdigit()) or not verify(
-        secret, signed_message(file_id, int(expires)), signature
-    ):
+    # Epoch seconds: a longer number is no link of ours (and int() refuses 4,300+ digits).
+    well_formed = expires.isascii() and expires.isdigit() and len(expires) <= 20
+    if not well_formed or not verify(secret, signed_message(file_id, int(expires)), signature):
         raise SignatureInvalid("the link's signature is invalid")
     if int(expires) < time.time():
         raise SignatureExpired("the signed link has expired")

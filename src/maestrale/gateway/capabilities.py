@@ -15,6 +15,7 @@ from maestrale.engines.protocols import (
     FimEngine,
     ModerationEngine,
     OcrEngine,
+    RealtimeTranscriptionEngine,
     TranscriptionEngine,
 )
 
@@ -55,6 +56,13 @@ CLASSIFICATIONS: Final[Capability[ClassificationEngine]] = Capability(
 OCR: Final[Capability[OcrEngine]] = Capability("ocr", "ocr", OcrEngine, "OCR")
 TRANSCRIPTION: Final[Capability[TranscriptionEngine]] = Capability(
     "audio_transcriptions", "audio_transcription", TranscriptionEngine, "audio transcription"
+)
+# Accounted and limited under the same endpoint as a transcription of a file.
+TRANSCRIPTION_REALTIME: Final[Capability[RealtimeTranscriptionEngine]] = Capability(
+    "audio_transcriptions",
+    "audio_transcription_realtime",
+    RealtimeTranscriptionEngine,
+    "realtime audio transcription",
 )
 
 # By endpoint name (the `endpoint` of usage records and limits).

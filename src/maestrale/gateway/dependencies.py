@@ -28,12 +28,16 @@ async def get_caller(principal: StandardAuth) -> Caller:
     )
 
 
+def sane_correlation_id(given: str | None) -> str | None:
+    """A caller's `x-correlation-id` if it is sane (a bounded id-like string), else None."""
+    return given if given and _SANE_ID.match(given) else None
+
+
 async def correlation_id(request: Request) -> str:
     """The caller's `x-correlation-id` when it sent a sane one, else this request's id."""
-    given = request.headers.get("x-correlation-id")
-    if given and _SANE_ID.match(given):
-        return given
-    return request_id_var.get() or ""
+    return (
+        sane_correlation_id(request.headers.get("x-correlation-id")) or request_id_var.get() or ""
+    )
 
 
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from maestrale.core.db import create_engine
-from maestrale.tables import metadata
+from maestrale.tables import metadata, modelled
 
 config = context.config
 
@@ -19,6 +19,7 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=modelled,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from maestrale.core.errors import AppError
@@ -26,6 +27,32 @@ _DEFAULT_CODES = {
     403: "AUTH_FORBIDDEN",
     404: "SEARCH_NOT_FOUND",
     422: "VALIDATION_ERROR",
+}
+
+
+class ObservabilityErrorDetail(BaseModel):
+    message: str
+    error_code: str  # an ObservabilityErrorCode
+
+
+class ObservabilityErrorData(BaseModel):
+    """The body of every 4xx of the group (the reference's ObservabilityErrorData)."""
+
+    detail: ObservabilityErrorDetail
+
+
+# Declared on every route of the group (422 included: FastAPI would declare its
+# HTTPValidationError there); 408 is a search past its time budget.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ObservabilityErrorData, "description": description}
+    for status, description in (
+        (400, "Bad request"),
+        (401, "Unauthorized"),
+        (404, "Not found"),
+        (408, "Search past its time budget"),
+        (409, "Conflict"),
+        (422, "Validation error"),
+    )
 }
 
 
@@ -96,4 +123,8 @@ class ObservabilityRoute(TransactionalRoute):
 
 
 def observability_router(**kwargs: object) -> APIRouter:
-    return APIRouter(route_class=ObservabilityRoute, **kwargs)  # type: ignore[arg-type]
+    return APIRouter(
+        route_class=ObservabilityRoute,
+        responses=ERROR_RESPONSES,
+        **kwargs,  # type: ignore[arg-type]
+    )

@@ -51,6 +51,8 @@ class FieldSpec:
     operators: tuple[str, ...]
     group: str
     column: str | None = None  # the event column; None for an extra_fields key
+    # A column of the messages' text (chat_completion_event_texts), full-text indexed.
+    message_text: bool = False
 
     @property
     def extra_key(self) -> str | None:
@@ -111,6 +113,25 @@ EVENT_FIELDS: dict[str, FieldSpec] = {
         ),
         FieldSpec(
             "enabled_tools", "Enabled tools", "ARRAY", ("len_eq",), "content", "enabled_tools"
+        ),
+        # The text of the messages: string contents and text chunks, one line apart.
+        FieldSpec(
+            "request_text",
+            "Request messages text",
+            "TEXT",
+            TEXT,
+            "content",
+            "request_text",
+            message_text=True,
+        ),
+        FieldSpec(
+            "response_text",
+            "Response messages text",
+            "TEXT",
+            TEXT,
+            "content",
+            "response_text",
+            message_text=True,
         ),
     )
 }

@@ -4,20 +4,45 @@ unknown field, an unsupported operator or a value of the wrong type is a 400 nam
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import ColumnElement, Float, String, and_, case, cast, false, func, not_, or_, true
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    String,
+    and_,
+    case,
+    cast,
+    column,
+    false,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    table,
+    true,
+)
 from sqlalchemy.sql.elements import ColumnElement as Col
 
+from maestrale.core.regex import PatternError, check_pattern
+from maestrale.core.validation import INT64_MAX, INT64_MIN
 from maestrale.observability.errors import bad_search
+from maestrale.observability.events.tables import TEXT_FTS
 from maestrale.observability.events.tables import ChatCompletionEvent as E
+from maestrale.observability.events.tables import ChatCompletionEventText as T
 from maestrale.observability.fields import FieldSpec, check_operator, resolve
 
 MAX_DEPTH = 10
 MAX_CONDITIONS = 200
+# Regular expressions run in linear time (RE2 on SQLite, Postgres' engine under the statement
+# timeout); the length cap bounds the size of their programs and of the request.
+MAX_PATTERN_LENGTH = 1000
+# FTS5's trigram index answers substrings of at least this many characters.
+TRIGRAM = 3
+_FTS = table(TEXT_FTS, column("rowid"))
 
 
 class FilterPayload(BaseModel):
@@ -33,10 +58,24 @@ def compile_filters(payload: FilterPayload | None, dialect: str) -> ColumnElemen
     return _Compiler(dialect).node(payload.filters, 0)
 
 
+def compile_scan(payload: FilterPayload | None, dialect: str) -> ColumnElement[bool] | None:
+    """On SQLite, for filters on the messages' text: the same filter checked event by event
+    (each event's text read by its id), None otherwise. Walking the newest events that way
+    fills a page at once while the text is common, when the full-text index would first list
+    every one of its (many) matches; a rare text is the index's case (see EventRepository)."""
+    if dialect == "postgresql" or payload is None or payload.filters is None:
+        return None
+    compiler = _Compiler(dialect, scan=True)
+    where = compiler.node(payload.filters, 0)
+    return where if compiler.texts else None
+
+
 class _Compiler:
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: str, *, scan: bool = False) -> None:
         self.pg = dialect == "postgresql"
+        self.scan = scan
         self.count = 0
+        self.texts = 0  # conditions on the messages' text
 
     def node(self, node: Any, depth: int) -> ColumnElement[bool]:
         if depth > MAX_DEPTH:
@@ -71,6 +110,8 @@ class _Compiler:
         value = node["value"]
         if spec.column is None:
             return self.extra(spec, op, value)
+        if spec.message_text:
+            return self.message_text(spec, op, value)
         return self.column(spec, op, value)
 
     # -- event columns -------------------------------------------------------------------
@@ -98,10 +139,7 @@ class _Compiler:
         if op in ("eq", "neq", "lt", "lte", "gt", "gte"):
             return _compare(col, op, v)
         if op == "matches":
-            try:
-                re.compile(v)
-            except re.error as exc:
-                raise bad_search(f"invalid regular expression for {spec.name!r}: {exc}") from exc
+            _check_pattern(spec, v)
             return col.regexp_match(v)  # type: ignore[no-any-return]
         if op in ("istartswith", "iendswith", "icontains", "inotcontains"):
             method = {"istartswith": "istartswith", "iendswith": "iendswith"}.get(op, "icontains")
@@ -120,6 +158,30 @@ class _Compiler:
         else:
             expr = func.instr(col, v) > 0
         return not_(expr) if op == "notcontains" else expr  # type: ignore[no-any-return]
+
+    # -- the messages' text --------------------------------------------------------------
+    def message_text(self, spec: FieldSpec, op: str, value: Any) -> ColumnElement[bool]:
+        """The events whose text (chat_completion_event_texts) matches, by the same condition
+        as on any text field. On Postgres the column's pg_trgm index answers it; on SQLite the
+        FTS5 trigram index first narrows the texts to those holding the value in any case. In
+        `scan` mode, each event's text is looked up by its id and checked instead."""
+        v = _string(spec, op, value)
+        self.texts += 1
+        negated = {"notcontains": "contains", "inotcontains": "icontains"}.get(op)
+        col: Any = getattr(T, spec.column or "")
+        exact = self.text(col, spec, negated or op, v)
+        if self.scan or (self.pg and negated):
+            # Event by event; on Postgres an anti-join, which its planner can run from either
+            # side (NOT IN a subquery too large to hash is re-run for every event).
+            found = select(T.id).where(T.event_id == E.id, exact).exists()
+            return not_(found) if negated else found
+        texts = select(T.event_id).where(exact)
+        if not self.pg and op != "matches" and len(v) >= TRIGRAM and "\x00" not in v:
+            phrase = '"' + v.replace('"', '""') + '"'
+            match = literal_column(TEXT_FTS).op("MATCH")(f"{spec.column} : {phrase}")
+            texts = texts.where(T.id.in_(select(_FTS.c.rowid).where(match)))
+        member = E.id.in_(texts)
+        return not_(member) if negated else member
 
     # -- extra_fields keys ---------------------------------------------------------------
     def extra(self, spec: FieldSpec, op: str, value: Any) -> ColumnElement[bool]:
@@ -200,6 +262,21 @@ def _compare(col: Any, op: str, value: Any) -> ColumnElement[bool]:
     return result
 
 
+def _check_pattern(spec: FieldSpec, pattern: str) -> None:
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise bad_search(
+            f"{spec.name!r} matches takes a regular expression of at most "
+            f"{MAX_PATTERN_LENGTH} characters"
+        )
+    try:
+        check_pattern(pattern)
+    except PatternError as exc:
+        raise bad_search(
+            f"invalid regular expression for {spec.name!r}: {exc} (the syntax is RE2's: no "
+            "backreferences or lookaround)"
+        ) from None
+
+
 def _string(spec: FieldSpec, op: str, value: Any) -> str:
     if not isinstance(value, str):
         raise bad_search(f"{spec.name!r} {op} takes a string value")
@@ -211,12 +288,17 @@ def _number(spec: FieldSpec, op: str, value: Any) -> int | float:
         raise bad_search(f"{spec.name!r} {op} takes a number value")
     if spec.type == "INT" and isinstance(value, float) and not value.is_integer():
         raise bad_search(f"{spec.name!r} {op} takes an integer value")
+    if spec.type == "INT":
+        # An integer column compares with a 64-bit integer: 1e30 is no count of anything.
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise bad_search(f"{spec.name!r} {op} takes a 64-bit integer value")
+        return int(value)
     return value
 
 
 def _int(spec: FieldSpec, op: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise bad_search(f"{spec.name!r} {op} takes a non-negative integer value")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise bad_search(f"{spec.name!r} {op} takes a non-negative 64-bit integer value")
     return value
 
 
@@ -235,5 +317,8 @@ def _timestamp(spec: FieldSpec, op: str, value: Any) -> datetime:
         if parsed is not None:
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
-            return parsed.astimezone(UTC)
+            try:
+                return parsed.astimezone(UTC)
+            except OverflowError:  # 9999-12-31T23:00-05:00 is past the last datetime
+                raise bad_search(f"{spec.name!r} {op}: {value!r} is out of range") from None
     raise bad_search(f"{spec.name!r} {op} takes an ISO 8601 datetime string")

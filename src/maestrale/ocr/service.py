@@ -46,6 +46,7 @@ class OcrContext:
     correlation_id: str
     # Ends the request's transaction once the document is read: none is open while a model runs.
     release: Callable[[], Awaitable[None]]
+    source: str = "api"  # where the call comes from, for accounting ("batch" for a batch line)
 
 
 @dataclass(slots=True)
@@ -58,7 +59,9 @@ async def process(ctx: OcrContext, request: OCRRequest) -> tuple[Call[OcrEngine]
     """The OCR response body for `request` (and the call, for the response headers)."""
     if not request.model:
         raise BadRequest("model is required", code="missing_model", param="model")
-    call = await ctx.gateway.open(ctx.caller, request.model, OCR, correlation_id=ctx.correlation_id)
+    call = await ctx.gateway.open(
+        ctx.caller, request.model, OCR, correlation_id=ctx.correlation_id, source=ctx.source
+    )
     document_format = check_format(request.document_annotation_format, "document_annotation_format")
     bbox_format = check_format(request.bbox_annotation_format, "bbox_annotation_format")
     if isinstance(call.engine, OcrDocumentEngine):

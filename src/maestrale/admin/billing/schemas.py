@@ -37,7 +37,8 @@ class UsageLimits(BaseModel):
     usage: float | None
     usage_limit: float | None
     usage_limit_organization: float | None
-    vibe_usage: float | None
+    assistant_usage: float | None = Field(description="usage of the coding assistant")
+    vibe_usage: float | None = Field(description="`assistant_usage` under the platform's name")
 
 
 class LimitsContext(BaseModel):
@@ -91,4 +92,5 @@ class UsageOut(BaseModel):
     previous_month: str | None
     prices: list[PriceData] | None
     start_date: str
-    vibe_usage: float
+    assistant_usage: float = Field(description="usage amount of the coding assistant")
+    vibe_usage: float = Field(description="`assistant_usage` under the platform's name")

@@ -137,6 +137,7 @@ class BillingService:
                     usage=used,
                     usage_limit=limit,
                     usage_limit_organization=limit,
+                    assistant_usage=0.0,  # no coding assistant here
                     vibe_usage=0.0,
                 ),
                 currency=limits.currency,
@@ -218,5 +219,6 @@ class BillingService:
                 None if start <= first else (start - timedelta(days=1)).strftime("%Y-%m")
             ),
             prices=_prices(self.registry),
+            assistant_usage=0.0,  # no coding assistant here
             vibe_usage=0.0,
         )

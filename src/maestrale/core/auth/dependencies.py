@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.keys import hash_key
@@ -21,7 +22,7 @@ from maestrale.dependencies import app_services
 _BEARER = "bearer "
 
 
-async def resolve_key(request: Request, key: str) -> Principal | None:
+async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
     cache: KeyCache = app_services(request).key_cache
     key_hash = hash_key(key)
     principal = cache.get(key_hash)
@@ -36,7 +37,7 @@ async def resolve_key(request: Request, key: str) -> Principal | None:
     return principal
 
 
-def _bearer(request: Request) -> str | None:
+def _bearer(request: HTTPConnection) -> str | None:
     header = request.headers.get("authorization")
     if not header or header[:7].lower() != _BEARER:
         return None
@@ -44,6 +45,11 @@ def _bearer(request: Request) -> str | None:
 
 
 async def standard_principal(request: Request) -> Principal:
+    return await authenticate_standard(request)
+
+
+async def authenticate_standard(request: HTTPConnection) -> Principal:
+    """The principal of the standard key the request (or WebSocket) presents; 401 otherwise."""
     key = _bearer(request)
     if key is None:
         raise Unauthorized(

@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from maestrale.engines.builtin.directives import Directives, parse_directives
 from maestrale.engines.builtin.json_schema import smallest_instance
@@ -19,7 +20,13 @@ from maestrale.engines.builtin.messages import (
     turn_to_answer,
 )
 from maestrale.engines.builtin.tokens import apply_limits, count_tokens
+from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, EngineError, FimRequest
+
+T = TypeVar("T")
+
+# Above this many characters of input, a request is tokenized and answered in a thread.
+OFF_LOOP_CHARS = 64 * 1024
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -74,46 +81,99 @@ def _formatted(text: str, response_format: dict[str, Any] | None, plain: str) ->
     return plain
 
 
-async def answer_chat(request: ChatRequest) -> Answer:
-    """Work out the answer to a chat request, after sleeping or failing as its directives ask."""
+@dataclass(slots=True, frozen=True)
+class _Plan:
+    """What a request asks, read before its side effects: the prompt's tokens, and either the
+    answer already (tool results) or the directives of the text to answer."""
+
+    prompt: int
+    answer: Answer | None = None
+    directives: Directives | None = None
+
+
+def _plan_chat(request: ChatRequest) -> _Plan:
     n = max(request.n, 1)
     prompt = prompt_tokens(request.messages)
     turn = turn_to_answer(request.messages)
     if turn.tool_results:
         text = "\n".join(f"tool {name} returned: {content}" for name, content in turn.tool_results)
         content = _formatted(text, request.response_format, plain=text)
+        return _Plan(prompt, answer=_limited(content, request.max_tokens, request.stop, n, prompt))
+    names = offered_tool_names(request.tools, request.tool_choice)
+    return _Plan(prompt, directives=parse_directives(turn.text, names))
+
+
+def _answer_chat(request: ChatRequest, prompt: int, directives: Directives) -> Answer:
+    n = max(request.n, 1)
+    if directives.calls:
+        specs = directives.calls if request.parallel_tool_calls else directives.calls[:1]
+        calls = [
+            {
+                "id": tool_call_id(f"{len(request.messages)}:{i}:{spec.name}:{spec.arguments}"),
+                "type": "function",
+                "function": {"name": spec.name, "arguments": spec.arguments},
+                "index": i,
+            }
+            for i, spec in enumerate(specs)
+        ]
+        return Answer("", calls, "tool_calls", n, prompt, count_tokens(json.dumps(calls)))
+    response = directives.response
+    if response is not None:
+        content = response
     else:
-        names = offered_tool_names(request.tools, request.tool_choice)
-        directives = parse_directives(turn.text, names)
-        await _side_effects(directives)
-        if directives.calls:
-            specs = directives.calls if request.parallel_tool_calls else directives.calls[:1]
-            calls = [
-                {
-                    "id": tool_call_id(f"{len(request.messages)}:{i}:{spec.name}:{spec.arguments}"),
-                    "type": "function",
-                    "function": {"name": spec.name, "arguments": spec.arguments},
-                    "index": i,
-                }
-                for i, spec in enumerate(specs)
-            ]
-            return Answer("", calls, "tool_calls", n, prompt, count_tokens(json.dumps(calls)))
-        response = directives.response
-        if response is not None:
-            content = response
-        else:
-            text = directives.text
-            content = _formatted(text, request.response_format, plain=f"echo: {text}")
-    content, finish = apply_limits(content, request.max_tokens, request.stop)
+        text = directives.text
+        content = _formatted(text, request.response_format, plain=f"echo: {text}")
+    return _limited(content, request.max_tokens, request.stop, n, prompt)
+
+
+def _limited(content: str, max_tokens: int | None, stop: list[str], n: int, prompt: int) -> Answer:
+    content, finish = apply_limits(content, max_tokens, stop)
     return Answer(content, None, finish, n, prompt, count_tokens(content))
+
+
+async def _run(large: bool, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)`, in a thread when its input is large: tokenizing megabytes takes the
+    event loop for a second, and every other request with it."""
+    return await asyncio.to_thread(work, *args) if large else work(*args)
+
+
+def _large_chat(request: ChatRequest) -> bool:
+    """Whether a request's text is large enough to be worked on off the event loop."""
+    chars = 0
+    for message in request.messages:
+        content = message.get("content")
+        chars += len(content) if isinstance(content, str) else len(content_text(content))
+        if chars > OFF_LOOP_CHARS:
+            return True
+    return False
+
+
+async def answer_chat(request: ChatRequest) -> Answer:
+    """Work out the answer to a chat request, after sleeping or failing as its directives ask."""
+    large = _large_chat(request)
+    plan = await _run(large, _plan_chat, request)
+    if plan.answer is not None:
+        return plan.answer
+    assert plan.directives is not None
+    await _side_effects(plan.directives)
+    return await _run(large, _answer_chat, request, plan.prompt, plan.directives)
+
+
+def _plan_fim(request: FimRequest) -> _Plan:
+    prompt = count_tokens(request.prompt) + count_tokens(request.suffix or "") + 1
+    return _Plan(prompt, directives=parse_directives(request.prompt))
+
+
+def _answer_fim(request: FimRequest, prompt: int, directives: Directives) -> Answer:
+    response = directives.response
+    content = response if response is not None else f"echo: {directives.text}"
+    return _limited(content, request.max_tokens, request.stop, 1, prompt)
 
 
 async def answer_fim(request: FimRequest) -> Answer:
     """Work out the answer to a fill-in-the-middle request (directives apply; no tool calls)."""
-    prompt = count_tokens(request.prompt) + count_tokens(request.suffix or "") + 1
-    directives = parse_directives(request.prompt)
-    await _side_effects(directives)
-    response = directives.response
-    content = response if response is not None else f"echo: {directives.text}"
-    content, finish = apply_limits(content, request.max_tokens, request.stop)
-    return Answer(content, None, finish, 1, prompt, count_tokens(content))
+    large = len(request.prompt) + len(request.suffix or "") > OFF_LOOP_CHARS
+    plan = await _run(large, _plan_fim, request)
+    assert plan.directives is not None
+    await _side_effects(plan.directives)
+    return await _run(large, _answer_fim, request, plan.prompt, plan.directives)

@@ -7,7 +7,7 @@ import copy
 from collections.abc import AsyncIterator, Iterator
 
 from maestrale.engines.builtin import embeddings
-from maestrale.engines.builtin.answer import Answer, answer_chat, answer_fim
+from maestrale.engines.builtin.answer import OFF_LOOP_CHARS, Answer, answer_chat, answer_fim
 from maestrale.engines.builtin.tokens import tokenize
 from maestrale.engines.types import (
     ChatChunk,
@@ -37,25 +37,29 @@ def _result(answer: Answer) -> ChatResult:
     return ChatResult(choices=choices, usage=_usage(answer))
 
 
-def _chunks(answer: Answer) -> Iterator[ChatChunk]:
+def _chunks(answer: Answer, tokens: list[str]) -> Iterator[ChatChunk]:
     for index in range(answer.n):
         yield ChatChunk(index=index, delta={"role": "assistant", "content": ""})
         if answer.tool_calls is not None:
             yield ChatChunk(index=index, delta={"tool_calls": copy.deepcopy(answer.tool_calls)})
         else:
-            for token in tokenize(answer.content):
+            for token in tokens:
                 yield ChatChunk(index=index, delta={"content": token})
         last = index == answer.n - 1
         yield ChatChunk(
             index=index,
-            delta={},
+            delta={"content": ""},
             finish_reason=answer.finish_reason,
             usage=_usage(answer) if last else None,
         )
 
 
 async def _stream(answer: Answer) -> AsyncIterator[ChatChunk]:
-    for chunk in _chunks(answer):
+    content = answer.content
+    # A long answer (an echo of a long message) is tokenized off the event loop.
+    large = len(content) > OFF_LOOP_CHARS
+    tokens = await asyncio.to_thread(tokenize, content) if large else tokenize(content)
+    for chunk in _chunks(answer, tokens):
         # Yield to the event loop between chunks, as a network stream would.
         await asyncio.sleep(0)
         yield chunk
@@ -93,7 +97,10 @@ class BuiltinEngine:
             yield chunk
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
-        """Embed each input as a deterministic, L2-normalised feature-hashing vector."""
+        """Embed each input as a deterministic, L2-normalised feature-hashing vector (in a
+        thread when the inputs are long: hashing a megabyte takes a second)."""
+        if sum(map(len, request.inputs)) > embeddings.OFF_LOOP_CHARS:
+            return await asyncio.to_thread(embeddings.embed, request)
         return embeddings.embed(request)
 
     async def aclose(self) -> None:

@@ -17,6 +17,8 @@ from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineErr
 
 DEFAULT_DIMENSION = 1024
 MAX_DIMENSION = 8192
+# Inputs longer than this in all (about 5 ms of hashing) are embedded in a thread.
+OFF_LOOP_CHARS = 4096
 
 _WORD = re.compile(r"\w+")
 

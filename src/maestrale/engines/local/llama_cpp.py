@@ -31,6 +31,9 @@ Behaviour:
   scratch, so that its answer does not depend on the request before it; other requests reuse the
   longest prompt prefix still in llama.cpp's cache (faster for growing conversations).
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
+- `logprob(prompt, continuation)` scores a continuation of a plain-text prompt. The platform API
+  has no log-probabilities; this is for tests and diagnostics, which must check what the model
+  knows on every build and CPU, where the exact text of a sample differs from build to build.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
     check_tools,
+    continuation_logprob,
     generate,
     grammar_for,
     template_messages,
@@ -152,6 +156,16 @@ class LlamaCppEngine:
             async for chunk in stream:
                 yield chunk
 
+    async def logprob(self, prompt: str, continuation: str) -> float:
+        """The log-probability (natural log) of `continuation` right after the plain text
+        `prompt` (no chat template; the model's BOS first when it wants one).
+
+        `continuation` is tokenized on its own, so it carries its leading space (" Paris"). Waits
+        in the queue like a request; `EngineError(400)` for an empty continuation or one that
+        does not fit in the context.
+        """
+        return await self._worker.run(lambda cancel: self._logprob(prompt, continuation))
+
     async def aclose(self) -> None:
         """Stop the running generation, refuse new ones and free the model."""
         await self._worker.aclose()
@@ -168,6 +182,22 @@ class LlamaCppEngine:
             except RuntimeError as exc:
                 raise EngineError(503, str(exc), code="engine_unavailable") from exc
         return self._loaded
+
+    def _logprob(self, prompt: str, continuation: str) -> float:
+        model = self._model()
+        llm = model.llm
+        context = llm.tokenize(prompt.encode("utf-8"), add_bos=True) or [llm.token_bos()]
+        following = llm.tokenize(continuation.encode("utf-8"), add_bos=False)
+        if not following:
+            raise EngineError(400, "the continuation must not be empty", code="invalid_request")
+        if len(context) + len(following) > model.n_ctx:
+            raise EngineError(
+                400,
+                f"prompt and continuation are {len(context) + len(following)} tokens long; the "
+                f"model's context holds {model.n_ctx} tokens",
+                code="context_length_exceeded",
+            )
+        return continuation_logprob(llm, context, following)
 
     def _chat_job(self, request: ChatRequest) -> _Job:
         model = self._model()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
 from maestrale.engines.local.llama_model import Vocabulary
@@ -201,3 +202,23 @@ def generate(
         tokens.close()
     if len(text) > sent:
         yield text[sent:]
+
+
+def continuation_logprob(llm: llama_cpp.Llama, context: list[int], following: list[int]) -> float:
+    """The log-probability (natural log) that the model gives to the tokens `following` right
+    after `context`: the sum, over each following token, of its log-softmax under the model's
+    logits at that point. The prompt is evaluated from scratch, as for a reproducible sample.
+    """
+    llm.reset()  # type: ignore[no-untyped-call]  # (llama-cpp-python leaves it unannotated)
+    llm.eval(context)
+    n_vocab = llm.n_vocab()
+    total = 0.0
+    for position, token in enumerate(following):
+        if position:
+            llm.eval([following[position - 1]])
+        # The last evaluated token's logits (llama.cpp keeps those of the batch's last token).
+        raw = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+        logits = raw.astype(np.float64)
+        top = float(logits.max())
+        total += float(logits[token]) - top - float(np.log(np.exp(logits - top).sum()))
+    return total

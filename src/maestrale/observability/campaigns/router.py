@@ -31,7 +31,11 @@ router = observability_router(prefix="/observability", tags=["observability"])
 def campaign_service(
     session: DbSession, tenant: CurrentTenant, services: AppServices
 ) -> CampaignService:
-    return CampaignService(CampaignRepository(session, tenant), JobQueue(services.db))
+    return CampaignService(
+        CampaignRepository(session, tenant),
+        JobQueue(services.db),
+        search_budget=services.settings.observability_search_timeout,
+    )
 
 
 Campaigns = Annotated[CampaignService, Depends(campaign_service)]

@@ -13,9 +13,9 @@ from maestrale.observability.campaigns.schemas import CampaignCreate, CampaignOu
 from maestrale.observability.campaigns.tables import Campaign
 from maestrale.observability.campaigns.tasks import KIND
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import DEFAULT_BUDGET, EventRepository
 from maestrale.observability.events.tables import ChatCompletionEvent
-from maestrale.observability.filters import compile_filters
+from maestrale.observability.filters import compile_filters, compile_scan
 from maestrale.observability.judges.repository import JudgeRepository
 from maestrale.observability.judges.schemas import JudgeOut
 from maestrale.observability.judges.service import JudgeService, definition_of
@@ -25,18 +25,22 @@ ATTEMPTS = 5
 
 
 class CampaignService:
-    def __init__(self, repo: CampaignRepository, queue: JobQueue) -> None:
+    def __init__(
+        self, repo: CampaignRepository, queue: JobQueue, *, search_budget: float = DEFAULT_BUDGET
+    ) -> None:
         self.repo = repo
         self.queue = queue
+        self.search_budget = search_budget
         self.session = repo.session
         self.tenant: Tenant = repo.tenant
         self.judges = JudgeRepository(self.session, self.tenant)
 
     async def create(self, body: CampaignCreate, principal: Principal) -> Campaign:
         judge = await JudgeService(self.judges).get(body.judge_id)
-        events = EventRepository(self.session, self.tenant)
+        events = EventRepository(self.session, self.tenant, budget=self.search_budget)
         where = compile_filters(body.search_params, events.dialect)
-        ids = await events.newest_ids(where, body.max_nb_events)
+        scan = compile_scan(body.search_params, events.dialect)
+        ids = await events.newest_ids(where, body.max_nb_events, scan=scan)
         if not ids:
             raise ObservabilityError(
                 "no event matches the campaign's search_params", "CAMPAIGN_NO_MATCHING_EVENTS"

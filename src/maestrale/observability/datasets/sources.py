@@ -19,6 +19,7 @@ from maestrale.conversations.entries import to_messages
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.blobs import BlobStore
 from maestrale.core.db import Database
+from maestrale.core.validation import JsonProblem, check_json
 from maestrale.observability.campaigns.repository import CampaignRepository
 from maestrale.observability.campaigns.tables import CampaignEvent
 from maestrale.observability.datasets.repository import ConversationReads, RecordRepository
@@ -188,6 +189,11 @@ def record_of_line(line: bytes, number: int) -> Item:
         doc = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise ImportFailed(f"{where}: invalid JSON ({exc})") from exc
+    try:
+        check_json(doc)  # what a record could not store
+    except JsonProblem as exc:
+        path = ".".join(str(part) for part in exc.loc)
+        raise ImportFailed(f"{where}: {path or 'document'}: {exc.message}") from exc
     if not isinstance(doc, dict):
         raise ImportFailed(f"{where}: not a JSON object")
     payload: Any = doc

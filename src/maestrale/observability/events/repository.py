@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,8 +11,10 @@ from sqlalchemy import ColumnElement, Select, desc, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.budget import StatementTimeout, statement_budget
 from maestrale.core.db import Database
 from maestrale.core.pagination import keyset_after
+from maestrale.observability.budget import search_budget
 from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.fields import FieldSpec
 from maestrale.observability.filters import extra_string
@@ -24,12 +27,23 @@ OPTION_WINDOW = 10_000
 INDEXED_OPTIONS = frozenset({"model"})
 # search-ids: ids per database fetch and per chunk of the response body.
 ID_CHUNK = 2000
+# Seconds a search may run in the database (the routes pass the configured one).
+DEFAULT_BUDGET = 30.0
+# SQLite, filters on the messages' text: how long the newest events are walked and checked one
+# by one (compile_scan) before the search turns to the full-text index instead.
+SCAN_PROBE_SECONDS = 0.1
 
 
 class EventRepository:
-    def __init__(self, session: AsyncSession, tenant: Tenant) -> None:
+    """Events of the tenant's workspace. Searches (a WHERE compiled from filters) each run
+    within `budget` seconds, past which they fail with a 408 (DATABASE_TIMEOUT)."""
+
+    def __init__(
+        self, session: AsyncSession, tenant: Tenant, *, budget: float = DEFAULT_BUDGET
+    ) -> None:
         self.session = session
         self.tenant = tenant
+        self.budget = budget
 
     @property
     def dialect(self) -> str:
@@ -56,29 +70,63 @@ class EventRepository:
         )
         return set((await self.session.execute(stmt)).scalars())
 
-    async def newest_ids(self, where: ColumnElement[bool], limit: int) -> list[str]:
-        """The ids of the newest `limit` events matching `where`, newest first."""
-        stmt = (
-            select(E.id)
-            .where(E.workspace_id == self.tenant.workspace_id, where)
-            .order_by(desc(E.created_at), desc(E.id))
-            .limit(limit)
-        )
-        return list((await self.session.execute(stmt)).scalars())
+    async def newest_ids(
+        self, where: ColumnElement[bool], limit: int, *, scan: ColumnElement[bool] | None = None
+    ) -> list[str]:
+        """The ids of the newest `limit` events matching `where`, newest first (`scan`: see
+        `search`)."""
+
+        def query(condition: ColumnElement[bool]) -> Select[str]:
+            return (
+                select(E.id)
+                .where(E.workspace_id == self.tenant.workspace_id, condition)
+                .order_by(desc(E.created_at), desc(E.id))
+                .limit(limit)
+            )
+
+        return list(await self._newest(query(where), None if scan is None else query(scan)))
 
     async def search(
-        self, where: ColumnElement[bool], limit: int, after: tuple[datetime, str] | None
+        self,
+        where: ColumnElement[bool],
+        limit: int,
+        after: tuple[datetime, str] | None,
+        *,
+        scan: ColumnElement[bool] | None = None,
     ) -> list[E]:
-        stmt = self.select().where(where)
-        if after is not None:
-            # The redundant bound on created_at alone lets both planners seek the index to the
-            # cursor (the OR of keyset_after is otherwise only a filter over the newer rows).
-            stmt = stmt.where(
-                E.created_at <= after[0],
-                keyset_after([E.created_at, E.id], list(after), descending=True),
-            )
-        stmt = stmt.order_by(desc(E.created_at), desc(E.id)).limit(limit)
-        return list((await self.session.execute(stmt)).scalars())
+        """A page of the newest events matching `where` after the cursor. `scan`, the same
+        filter checked event by event (compile_scan), is tried first for a moment: it fills
+        the page at once when the text it looks for is common, and gives way to `where` and
+        its full-text index when the text is rare."""
+
+        def query(condition: ColumnElement[bool]) -> Select[E]:
+            stmt = self.select().where(condition)
+            if after is not None:
+                # The redundant bound on created_at alone lets both planners seek the index to
+                # the cursor (the OR of keyset_after is otherwise only a filter over the newer
+                # rows).
+                stmt = stmt.where(
+                    E.created_at <= after[0],
+                    keyset_after([E.created_at, E.id], list(after), descending=True),
+                )
+            return stmt.order_by(desc(E.created_at), desc(E.id)).limit(limit)
+
+        return list(await self._newest(query(where), None if scan is None else query(scan)))
+
+    async def _newest(self, stmt: Select[Any], scan: Select[Any] | None) -> Sequence[Any]:
+        budget = self.budget
+        if scan is not None:
+            started = time.monotonic()
+            try:
+                async with statement_budget(self.session, min(SCAN_PROBE_SECONDS, budget)):
+                    rows: Sequence[Any] = (await self.session.execute(scan)).scalars().all()
+                    return rows
+            except StatementTimeout:
+                # The probe's time counts against the search's budget.
+                budget = max(budget - (time.monotonic() - started), 1e-6)
+        async with search_budget(self.session, budget, total=self.budget):
+            rows = (await self.session.execute(stmt)).scalars().all()
+            return rows
 
     async def extra_samples(self) -> list[dict[str, Any]]:
         stmt = (
@@ -112,7 +160,8 @@ class EventRepository:
         since = await self._window_start()
         if since is not None:
             stmt = stmt.where(E.created_at >= since)
-        return [str(v) for v in (await self.session.execute(stmt)).scalars()]
+        async with search_budget(self.session, self.budget):
+            return [str(v) for v in (await self.session.execute(stmt)).scalars()]
 
     async def _window_start(self) -> datetime | None:
         """The created_at of the OPTION_WINDOW-th newest event (None when fewer): a separate
@@ -149,14 +198,21 @@ class EventRepository:
             .order_by(desc(count), value)
             .limit(MAX_OPTIONS)
         )
-        return [(str(v), int(n)) for v, n in (await self.session.execute(stmt)).all()]
+        async with search_budget(self.session, self.budget):
+            return [(str(v), int(n)) for v, n in (await self.session.execute(stmt)).all()]
 
 
 async def stream_ids(
-    db: Database, tenant: Tenant, where: ColumnElement[bool], chunk: int | None = None
-) -> AsyncIterator[list[str]]:
+    db: Database,
+    tenant: Tenant,
+    where: ColumnElement[bool],
+    chunk: int | None = None,
+    *,
+    budget: float = DEFAULT_BUDGET,
+) -> AsyncGenerator[list[str]]:
     """Every matching id, newest first, in chunks of `chunk` read from a server-side cursor
-    (Postgres) or a stepped statement (SQLite): never the whole list in memory."""
+    (Postgres) or a stepped statement (SQLite): never the whole list in memory. Each chunk is
+    read within `budget` seconds (the reader's pace between chunks does not count)."""
     size = chunk or ID_CHUNK
     stmt = (
         select(E.id)
@@ -164,7 +220,8 @@ async def stream_ids(
         .order_by(desc(E.created_at), desc(E.id))
         .execution_options(yield_per=size)
     )
-    async with db.sessionmaker() as session:
+    async with db.sessionmaker() as session, search_budget(session, budget) as limit:
         result = await session.stream_scalars(stmt)
         async for part in result.partitions(size):
             yield list(part)
+            limit.renew()

@@ -27,8 +27,9 @@ from maestrale.observability.fields import ALL_OPERATORS
 router = observability_router(prefix="/observability", tags=["observability"])
 
 
-def _events(session: DbSession, tenant: CurrentTenant) -> EventService:
-    return EventService(EventRepository(session, tenant))
+def _events(session: DbSession, tenant: CurrentTenant, settings: AppSettings) -> EventService:
+    budget = settings.observability_search_timeout
+    return EventService(EventRepository(session, tenant, budget=budget))
 
 
 def _similar(
@@ -71,7 +72,8 @@ async def search_event_ids(
 ) -> StreamingResponse:
     """The ids of every event matching `search_params`, newest first, in one streamed
     response (no pages)."""
-    chunks = await ids_json(services.db, tenant, body.search_params)
+    budget = services.settings.observability_search_timeout
+    chunks = await ids_json(services.db, tenant, body.search_params, budget)
     return StreamingResponse(chunks, media_type="application/json")
 
 

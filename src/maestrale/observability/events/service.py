@@ -18,7 +18,7 @@ from maestrale.observability.errors import ObservabilityError
 from maestrale.observability.events.repository import EventRepository, stream_ids
 from maestrale.observability.events.schemas import FeedOut, SearchEventsOut, full, preview
 from maestrale.observability.events.tables import ChatCompletionEvent
-from maestrale.observability.filters import FilterPayload, compile_filters
+from maestrale.observability.filters import FilterPayload, compile_filters, compile_scan
 
 
 def event_not_found(event_id: str) -> ObservabilityError:
@@ -53,8 +53,9 @@ class EventService:
                 f"page_size must be between 1 and {MAX_PAGE_SIZE}", "VALIDATION_ERROR"
             )
         where = compile_filters(params, self.repo.dialect)
+        scan = compile_scan(params, self.repo.dialect)
         after = _decode(cursor) if cursor else None
-        rows = await self.repo.search(where, page_size + 1, after)
+        rows = await self.repo.search(where, page_size + 1, after, scan=scan)
         more = len(rows) > page_size
         rows = rows[:page_size]
         next_cursor = (
@@ -116,17 +117,25 @@ def _decode(cursor: str) -> tuple[datetime, str]:
         raise ObservabilityError("invalid cursor", "VALIDATION_ERROR") from exc
 
 
-async def ids_json(db: Database, tenant: Tenant, params: FilterPayload) -> AsyncIterator[bytes]:
-    """Compile first (errors are 400s), then a generator of the JSON body, chunk by chunk."""
+async def ids_json(
+    db: Database, tenant: Tenant, params: FilterPayload, budget: float
+) -> AsyncIterator[bytes]:
+    """Compile and read the first chunk first (a bad filter is a 400, a search past its budget
+    a 408, before the response starts), then a generator of the JSON body, chunk by chunk."""
     where = compile_filters(params, "postgresql" if not db.is_sqlite else "sqlite")
+    chunks = stream_ids(db, tenant, where, budget=budget)
+    first = await anext(chunks, None)
 
     async def body() -> AsyncIterator[bytes]:
-        yield b'{"completion_event_ids":['
-        first = True
-        async for ids in stream_ids(db, tenant, where):
-            # One write per database chunk: the ids joined, without the brackets.
-            yield (b"" if first else b",") + orjson.dumps(ids)[1:-1]
-            first = False
-        yield b"]}"
+        try:
+            yield b'{"completion_event_ids":['
+            if first is not None:
+                # One write per database chunk: the ids joined, without the brackets.
+                yield orjson.dumps(first)[1:-1]
+                async for ids in chunks:
+                    yield b"," + orjson.dumps(ids)[1:-1]
+            yield b"]}"
+        finally:
+            await chunks.aclose()
 
     return body()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, Index, Integer, LargeBinary, String
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from maestrale.core.clock import utcnow
@@ -47,6 +47,39 @@ class ChatCompletionEvent(Base):
     def conversation(self) -> list[dict[str, Any]]:
         """The request's messages followed by the response's: what judges and imports read."""
         return [*(self.request_messages or []), *(self.response_messages or [])]
+
+
+class ChatCompletionEventText(Base):
+    """The text of an event's request and response messages, the target of the message text
+    search fields. The database writes it, never the application: triggers on
+    chat_completion_events keep it in sync (migration 0011), whoever inserts events. Message
+    texts are the string contents and the text chunks of the messages, one line apart ('' for
+    no text). The full-text indexes live outside this model: an FTS5 trigram table on SQLite,
+    pg_trgm GIN indexes on Postgres (TEXT_INDEX_OBJECTS)."""
+
+    __tablename__ = "chat_completion_event_texts"
+
+    # The rowid of the FTS5 index on SQLite (stable: an INTEGER PRIMARY KEY survives VACUUM).
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    event_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("chat_completion_events.id", ondelete="CASCADE"), unique=True
+    )
+    request_text: Mapped[str] = mapped_column(Text, default="")
+    response_text: Mapped[str] = mapped_column(Text, default="")
+
+
+# Database objects of the message text index that no model declares (migration 0011).
+TEXT_FTS = "chat_completion_event_texts_fts"
+TEXT_INDEX_OBJECTS = frozenset(
+    {
+        TEXT_FTS,
+        *(f"{TEXT_FTS}_{shadow}" for shadow in ("data", "idx", "docsize", "config", "content")),
+        "ix_cce_texts_request_trgm",
+        "ix_cce_texts_response_trgm",
+    }
+)
 
 
 class EventEmbedding(Base):

@@ -1,0 +1,41 @@
+"""The time budget of a search (MAESTRALE_OBSERVABILITY_SEARCH_TIMEOUT) and the group's answer
+when a search outgrows it (408 DATABASE_TIMEOUT), or when Postgres refuses a regular expression
+that RE2 accepted (400)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from maestrale.core.budget import Budget, StatementTimeout, sqlstate, statement_budget
+from maestrale.observability.errors import ObservabilityError, bad_search
+
+# invalid_regular_expression, program_limit_exceeded ("regular expression is too complex").
+_REGEX_STATES = {"2201B", "54001"}
+
+
+@asynccontextmanager
+async def search_budget(
+    target: AsyncSession | AsyncConnection, seconds: float, *, total: float | None = None
+) -> AsyncIterator[Budget]:
+    """`seconds` for the block; `total`, the search's whole budget when the block has what
+    is left of it (the error names the whole)."""
+    try:
+        async with statement_budget(target, seconds, custom_plans=True) as budget:
+            yield budget
+    except StatementTimeout as exc:
+        raise ObservabilityError(
+            f"the search ran out of its time budget of {total or seconds:g} s: narrow it "
+            "(a created_at range, a model, a longer text to look for) or ask the operator to "
+            "raise MAESTRALE_OBSERVABILITY_SEARCH_TIMEOUT",
+            "DATABASE_TIMEOUT",
+            status_code=408,
+        ) from exc
+    except Exception as exc:
+        if sqlstate(exc) in _REGEX_STATES:
+            reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).splitlines()[0]
+            raise bad_search(f"invalid regular expression: {reason}") from exc
+        raise
