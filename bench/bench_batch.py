@@ -126,8 +126,10 @@ async def main() -> None:
     print("  server RSS as the job progresses (lines done: MB):")
     print("    " + ", ".join(f"{n}: {mb:.1f}" for n, mb in samples))
     base = samples[0][1]
-    print(f"  RSS growth: peak {max(mb for _, mb in samples) - base:+.1f} MB, "
-          f"end {samples[-1][1] - base:+.1f} MB")  # fmt: skip
+    print(
+        f"  RSS growth: peak {max(mb for _, mb in samples) - base:+.1f} MB, "
+        f"end {samples[-1][1] - base:+.1f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def start_moto(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     log = open(tmp / "moto.log", "wb")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -92,9 +93,11 @@ def main() -> None:
             os.environ.update({**creds, "AWS_DEFAULT_REGION": "us-east-1"})
             moto, s3_url = start_moto(tmp)
             env.update(
-                MAESTRALE_BLOB_BACKEND="s3", MAESTRALE_S3_BUCKET="bench",
-                MAESTRALE_S3_ENDPOINT_URL=s3_url, MAESTRALE_S3_REGION="us-east-1",
-            )  # fmt: skip
+                MAESTRALE_BLOB_BACKEND="s3",
+                MAESTRALE_S3_BUCKET="bench",
+                MAESTRALE_S3_ENDPOINT_URL=s3_url,
+                MAESTRALE_S3_REGION="us-east-1",
+            )
         proc, url = start_server(data, "--no-worker", env=env)
         headers = {"Authorization": f"Bearer {API_KEY}"}
         try:
@@ -135,10 +138,14 @@ def main() -> None:
                 moto.wait(10)
     backend = "s3 (moto)" if args.s3 else "local directory"
     print(f"{args.mb} MB file through a live server, blobs in a {backend}; idle RSS {idle:.1f} MB")
-    print(f"  upload  : {up_seconds:6.2f} s  {args.mb / up_seconds:7.1f} MB/s  "
-          f"server peak RSS growth {up_peak:+.1f} MB")  # fmt: skip
-    print(f"  download: {down_seconds:6.2f} s  {args.mb / down_seconds:7.1f} MB/s  "
-          f"server peak RSS growth {down_peak:+.1f} MB")  # fmt: skip
+    print(
+        f"  upload  : {up_seconds:6.2f} s  {args.mb / up_seconds:7.1f} MB/s  "
+        f"server peak RSS growth {up_peak:+.1f} MB"
+    )
+    print(
+        f"  download: {down_seconds:6.2f} s  {args.mb / down_seconds:7.1f} MB/s  "
+        f"server peak RSS growth {down_peak:+.1f} MB"
+    )
 
 
 if __name__ == "__main__":

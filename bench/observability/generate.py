@@ -84,10 +84,43 @@ ANSWERS = [
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {}}}]
 # What makes message texts differ beyond the eight prompts: a product named in 60% of requests
 # (200 products, ~0.3% of events each) and a reference number in 40% (~1 event per number).
-PRODUCTS = [f"{a}{b}" for a in ("Astra", "Borea", "Cirro", "Dorado", "Egeo", "Fonte", "Garbin",
-            "Ionio", "Libeccio", "Maestro") for b in ("lite", "pro", "max", "one", "go", "air",
-            "plus", "nano", "mini", "ultra", "core", "flex", "duo", "neo", "zen", "hub", "kit",
-            "box", "pad", "cam")]  # fmt: skip
+PRODUCTS = [
+    f"{a}{b}"
+    for a in (
+        "Astra",
+        "Borea",
+        "Cirro",
+        "Dorado",
+        "Egeo",
+        "Fonte",
+        "Garbin",
+        "Ionio",
+        "Libeccio",
+        "Maestro",
+    )
+    for b in (
+        "lite",
+        "pro",
+        "max",
+        "one",
+        "go",
+        "air",
+        "plus",
+        "nano",
+        "mini",
+        "ultra",
+        "core",
+        "flex",
+        "duo",
+        "neo",
+        "zen",
+        "hub",
+        "kit",
+        "box",
+        "pad",
+        "cam",
+    )
+]
 
 
 def _pick(rng: np.random.Generator, choices: list[tuple[Any, float]], n: int) -> np.ndarray:
@@ -103,8 +136,9 @@ def _conversations() -> dict[tuple[int, int, bool], tuple[str, str, str, int]]:
     for p in range(len(PROMPTS)):
         for turns in (1, 2, 3):
             request = [{"role": "system", "content": "You are a helpful assistant."}]
-            request += [{"role": "user", "content": PROMPTS[(p + t) % len(PROMPTS)]}
-                        for t in range(turns)]  # fmt: skip
+            request += [
+                {"role": "user", "content": PROMPTS[(p + t) % len(PROMPTS)]} for t in range(turns)
+            ]
             for ok in (True, False):
                 response = [{"role": "assistant", "content": ANSWERS[p]}] if ok else []
                 out[(p, turns, ok)] = (
@@ -190,10 +224,26 @@ def batches(
             if has[4] < 0.1:
                 extra["tags"] = ["beta", TEAMS[team[i]]]
             rows.append(
-                (ids[i], org, workspace, None, f"corr-{corr[i]:016x}", sources[i], models[i],
-                 statuses[i], latency[i], request, response, tools, tokens_in[i],
-                 tokens_out[i] if ok else 0, nb, orjson.dumps(extra).decode(), created[i])
-            )  # fmt: skip
+                (
+                    ids[i],
+                    org,
+                    workspace,
+                    None,
+                    f"corr-{corr[i]:016x}",
+                    sources[i],
+                    models[i],
+                    statuses[i],
+                    latency[i],
+                    request,
+                    response,
+                    tools,
+                    tokens_in[i],
+                    tokens_out[i] if ok else 0,
+                    nb,
+                    orjson.dumps(extra).decode(),
+                    created[i],
+                )
+            )
         yield rows
 
 

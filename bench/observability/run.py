@@ -203,8 +203,9 @@ def measure(url: str, pid: int, runs: int) -> None:
                 json={"search_params": {"filters": filters}},
             )
 
-        first = timed("search: model+created_at range+tokens gt, page 1", runs,
-                      lambda: search(filtered))  # fmt: skip
+        first = timed(
+            "search: model+created_at range+tokens gt, page 1", runs, lambda: search(filtered)
+        )
         cursor = first.json()["completion_events"]["cursor"]
         assert cursor and len(first.json()["completion_events"]["results"]) == 50
         timed("search: same, page 2 via cursor", runs, lambda: search(filtered, cursor))
@@ -213,8 +214,7 @@ def measure(url: str, pid: int, runs: int) -> None:
             deep = search(filtered, deep).json()["completion_events"]["cursor"]
         timed("search: same, page 22 via cursor", runs, lambda: search(filtered, deep))
         timed("search: no filter, page 1", runs, lambda: search(None))
-        timed("search: status_code includes [500,503] + last 3 days", runs,
-              lambda: search(errors))  # fmt: skip
+        timed("search: status_code includes [500,503] + last 3 days", runs, lambda: search(errors))
         timed("search: extra_fields.team eq + nb_output_tokens gt", runs, lambda: search(extra))
 
         # search-ids: a created_at window holding ~100,000 of the workspace's events.
@@ -241,8 +241,11 @@ def measure(url: str, pid: int, runs: int) -> None:
 
         timed("fields: definitions and groups", runs, get(f"{BASE}/chat-completion-fields"))
         for field in ("model", "source", "extra_fields.team", "extra_fields.customer_id"):
-            timed(f"options: {field} eq", runs,
-                  get(f"{BASE}/chat-completion-fields/{field}/options", operator="eq"))  # fmt: skip
+            timed(
+                f"options: {field} eq",
+                runs,
+                get(f"{BASE}/chat-completion-fields/{field}/options", operator="eq"),
+            )
         for field, filters in (
             ("model", None),
             ("model", {"AND": [cond("created_at", "gte", iso(now - timedelta(days=1)))]}),
@@ -292,8 +295,9 @@ def main() -> None:
             print(f"generating {n} events on {args.backend} ...", flush=True)
             seconds = generate(url, n, [(org, ws), *others], 0.6)
             print(f"generated {n} events in {seconds:.0f}s ({n / seconds:.0f}/s)")
-            have = query(url, f"SELECT count(*) FROM chat_completion_events "
-                         f"WHERE workspace_id='{ws}'")  # fmt: skip
+            have = query(
+                url, f"SELECT count(*) FROM chat_completion_events WHERE workspace_id='{ws}'"
+            )
             total = query(url, "SELECT count(*) FROM chat_completion_events")[0][0]
         print(f"{args.backend}: {total} events, {have[0][0]} in the benchmark workspace")
         if not args.generate_only:

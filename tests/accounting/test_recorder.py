@@ -23,21 +23,42 @@ from maestrale.observability.events.tables import ChatCompletionEvent
 
 def _usage(model: str) -> dict[str, Any]:
     return {
-        "id": str(uuid.uuid4()), "organization_id": "o", "workspace_id": "w", "model": model,
-        "endpoint": "chat", "source": "api", "prompt_tokens": 1, "completion_tokens": 1,
-        "total_tokens": 2, "cost": 0.0, "latency_ms": 1.0, "status_code": 200,
-        "correlation_id": "c", "created_at": utcnow(),
-    }  # fmt: skip
+        "id": str(uuid.uuid4()),
+        "organization_id": "o",
+        "workspace_id": "w",
+        "model": model,
+        "endpoint": "chat",
+        "source": "api",
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "total_tokens": 2,
+        "cost": 0.0,
+        "latency_ms": 1.0,
+        "status_code": 200,
+        "correlation_id": "c",
+        "created_at": utcnow(),
+    }
 
 
 def _event(text: str) -> dict[str, Any]:
     return {
-        "id": str(uuid.uuid4()), "organization_id": "o", "workspace_id": "w",
-        "correlation_id": "c", "source": "api", "model": "m", "status_code": 200,
-        "latency_ms": 1.0, "request_messages": [{"role": "user", "content": text}],
-        "response_messages": [], "enabled_tools": [], "nb_input_tokens": 1, "nb_output_tokens": 0,
-        "nb_messages": 1, "extra_fields": {"note": text}, "created_at": utcnow(),
-    }  # fmt: skip
+        "id": str(uuid.uuid4()),
+        "organization_id": "o",
+        "workspace_id": "w",
+        "correlation_id": "c",
+        "source": "api",
+        "model": "m",
+        "status_code": 200,
+        "latency_ms": 1.0,
+        "request_messages": [{"role": "user", "content": text}],
+        "response_messages": [],
+        "enabled_tools": [],
+        "nb_input_tokens": 1,
+        "nb_output_tokens": 0,
+        "nb_messages": 1,
+        "extra_fields": {"note": text},
+        "created_at": utcnow(),
+    }
 
 
 async def _count(db: Database, table: Any) -> int:

@@ -34,8 +34,14 @@ async def test_created_key_works_at_once_and_is_shown_once(
     assert resp.status_code == 200
     body = resp.json()
     assert set(body) == {
-        "actions", "created_at", "expiration_date", "hidden_key", "key", "key_id", "name"
-    }  # fmt: skip
+        "actions",
+        "created_at",
+        "expiration_date",
+        "hidden_key",
+        "key",
+        "key_id",
+        "name",
+    }
     assert body["name"] == "ci"
     assert body["expiration_date"] == expiry
     assert body["key"].startswith("msk_")
@@ -60,9 +66,20 @@ async def test_created_key_works_at_once_and_is_shown_once(
     assert mine["can_delete"] is True
     assert mine["expiration_date"] == expiry
     assert {
-        "key_id", "name", "key", "hidden_key", "created_at", "created_by", "expiration_date",
-        "last_used", "can_delete", "actions", "product", "workspace_id", "workspace_name",
-    } <= set(mine)  # fmt: skip
+        "key_id",
+        "name",
+        "key",
+        "hidden_key",
+        "created_at",
+        "created_by",
+        "expiration_date",
+        "last_used",
+        "can_delete",
+        "actions",
+        "product",
+        "workspace_id",
+        "workspace_name",
+    } <= set(mine)
     assert all(k["hidden_key"] for k in listed)  # admin keys are not listed: standard only
 
 

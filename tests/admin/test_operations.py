@@ -144,11 +144,20 @@ async def test_every_change_is_audited_without_secrets(
         )
     actions = [e.action for e in entries]
     for expected in (
-        "user.create", "user.update", "workspace.create", "workspace.update",
-        "workspace.member_add", "api_key.create", "api_key.delete", "invitation.create",
-        "user_group.create", "user_group.members_add", "limits.spend", "workspace.archive",
+        "user.create",
+        "user.update",
+        "workspace.create",
+        "workspace.update",
+        "workspace.member_add",
+        "api_key.create",
+        "api_key.delete",
+        "invitation.create",
+        "user_group.create",
+        "user_group.members_add",
+        "limits.spend",
+        "workspace.archive",
         "user.delete",
-    ):  # fmt: skip
+    ):
         assert expected in actions, expected
     for entry in entries:
         assert entry.actor == "admin_api" and entry.actor_key_id == admin_key_id

@@ -28,9 +28,14 @@ async def test_create_users_reports_invalid_emails(admin: httpx.AsyncClient) -> 
         {"email": "not-an-email", "first_name": "X", "last_name": "Y"},
         {"email": "ada@example.com", "first_name": "Dup", "last_name": "Licate"},
         {"email": "owner@localhost", "first_name": "O", "last_name": "W"},  # no TLD: invalid
-        {"email": "alan@example.com", "first_name": "Alan", "last_name": "Turing",
-         "role_names": ["billing_manager"], "subscription_types": ["CHAT"]},
-    ]  # fmt: skip
+        {
+            "email": "alan@example.com",
+            "first_name": "Alan",
+            "last_name": "Turing",
+            "role_names": ["billing_manager"],
+            "subscription_types": ["CHAT"],
+        },
+    ]
     resp = await admin.post("/v1/admin/users", json=body)
     assert resp.status_code == 200
     out = resp.json()
@@ -54,14 +59,28 @@ async def test_create_users_reports_invalid_emails(admin: httpx.AsyncClient) -> 
 async def test_create_users_validation(admin: httpx.AsyncClient) -> None:
     bad = [
         {"email": "a@b.co"},  # names are required
-        [{"email": "a@b.co", "first_name": "A", "last_name": "B",
-          "role": "A", "role_name": "member"}],
-        [{"email": "a@b.co", "first_name": "A", "last_name": "B",
-          "role_names": ["member"], "roles": [MEMBER_UUID]}],
+        [
+            {
+                "email": "a@b.co",
+                "first_name": "A",
+                "last_name": "B",
+                "role": "A",
+                "role_name": "member",
+            }
+        ],
+        [
+            {
+                "email": "a@b.co",
+                "first_name": "A",
+                "last_name": "B",
+                "role_names": ["member"],
+                "roles": [MEMBER_UUID],
+            }
+        ],
         [{"email": "a@b.co", "first_name": "A", "last_name": "B", "role_names": ["boss"]}],
         [{"email": "a@b.co", "first_name": "A", "last_name": "B", "roles": ["Z"]}],
         [{"email": 3, "first_name": "A", "last_name": "B"}],
-    ]  # fmt: skip
+    ]
     for body in bad:
         resp = await admin.post("/v1/admin/users", json=body)
         assert resp.status_code == 422, body
@@ -70,9 +89,16 @@ async def test_create_users_validation(admin: httpx.AsyncClient) -> None:
     assert "mutually exclusive" in exclusive.json()["detail"][0]["msg"]
     ok = await admin.post(
         "/v1/admin/users",
-        json=[{"email": "a@b.co", "first_name": "A", "last_name": "B", "role": "A",
-               "unknown_field": True}],
-    )  # fmt: skip
+        json=[
+            {
+                "email": "a@b.co",
+                "first_name": "A",
+                "last_name": "B",
+                "role": "A",
+                "unknown_field": True,
+            }
+        ],
+    )
     assert ok.status_code == 200
     user = (await admin.get(f"/v1/admin/users/{ok.json()['email_to_user_id']['a@b.co']}")).json()
     assert user["raw_roles"] == [ADMIN_UUID]

@@ -35,9 +35,14 @@ async def test_create_and_list(admin: httpx.AsyncClient) -> None:
     await create_user(admin, "a@example.com")
     resp = await admin.post(
         "/v1/admin/workspaces",
-        json={"name": "Product", "admin_user_id": owner, "description": "d", "icon": "★",
-              "add_all_org_members": True},
-    )  # fmt: skip
+        json={
+            "name": "Product",
+            "admin_user_id": owner,
+            "description": "d",
+            "icon": "★",
+            "add_all_org_members": True,
+        },
+    )
     assert resp.status_code == 200
     created = resp.json()
     assert created["name"] == "Product" and created["description"] == "d"

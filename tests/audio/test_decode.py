@@ -73,10 +73,13 @@ def wav_header(size: int, rate: int = SAMPLE_RATE) -> bytes:
     import struct
 
     return (
-        b"RIFF" + struct.pack("<I", 36 + size) + b"WAVEfmt "
+        b"RIFF"
+        + struct.pack("<I", 36 + size)
+        + b"WAVEfmt "
         + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16)
-        + b"data" + struct.pack("<I", size)
-    )  # fmt: skip
+        + b"data"
+        + struct.pack("<I", size)
+    )
 
 
 @pytest.mark.skipif(not espeak_available(), reason="espeak-ng is not installed")

@@ -177,11 +177,17 @@ def test_pocketsphinx_groups_words_at_pauses() -> None:
     from maestrale.engines.local.sphinx import group
 
     words = [
-        Word("one", 0.0, 0.3), Word("two", 0.35, 0.6), None,
-        Word("three", 1.5, 1.8), Word("four", 1.85, 2.0), Word("five", 2.8, 3.0),
-    ]  # fmt: skip
+        Word("one", 0.0, 0.3),
+        Word("two", 0.35, 0.6),
+        None,
+        Word("three", 1.5, 1.8),
+        Word("four", 1.85, 2.0),
+        Word("five", 2.8, 3.0),
+    ]
     segments = group(words, 0.5)
     assert [(s.text, s.start, s.end) for s in segments] == [
-        ("one two", 0.0, 0.6), ("three four", 1.5, 2.0), ("five", 2.8, 3.0),
-    ]  # fmt: skip
+        ("one two", 0.0, 0.6),
+        ("three four", 1.5, 2.0),
+        ("five", 2.8, 3.0),
+    ]
     assert group([None, None], 0.5) == []

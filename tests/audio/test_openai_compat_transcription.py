@@ -34,13 +34,22 @@ PLATFORM_ANSWER = {
     "text": " Hello there. ",
     "language": "en",
     "segments": [
-        {"type": "transcription_segment", "text": " Hello", "start": 0.0, "end": 0.5,
-         "speaker_id": "speaker_1"},
+        {
+            "type": "transcription_segment",
+            "text": " Hello",
+            "start": 0.0,
+            "end": 0.5,
+            "speaker_id": "speaker_1",
+        },
         {"type": "transcription_segment", "text": "there.", "start": 0.6, "end": 1.2},
     ],
-    "usage": {"prompt_audio_seconds": 2, "prompt_tokens": 7, "completion_tokens": 3,
-              "total_tokens": 10},
-}  # fmt: skip
+    "usage": {
+        "prompt_audio_seconds": 2,
+        "prompt_tokens": 7,
+        "completion_tokens": 3,
+        "total_tokens": 10,
+    },
+}
 VERBOSE_ANSWER = {
     "task": "transcribe",
     "language": "english",
@@ -96,17 +105,23 @@ async def upstream() -> AsyncIterator[Upstream]:
 
 def engine_for(upstream: Upstream, **options: Any) -> TranscriptionPassthrough:
     spec = ModelSpec(
-        id="relay", engine="openai_compat_transcription", base_url=upstream.url,
-        api_key_env="MAESTRALE_TEST_UPSTREAM_KEY", options={"retry_backoff": 0.01, **options},
-    )  # fmt: skip
+        id="relay",
+        engine="openai_compat_transcription",
+        base_url=upstream.url,
+        api_key_env="MAESTRALE_TEST_UPSTREAM_KEY",
+        options={"retry_backoff": 0.01, **options},
+    )
     return create_engine(spec)
 
 
 def request(**fields: Any) -> TranscriptionRequest:
     return TranscriptionRequest(
-        model="voxtral-mini-2507", audio=AUDIO, filename="talk.mp3", content_type="audio/mpeg",
+        model="voxtral-mini-2507",
+        audio=AUDIO,
+        filename="talk.mp3",
+        content_type="audio/mpeg",
         **fields,
-    )  # fmt: skip
+    )
 
 
 async def test_mistral_dialect_passes_the_fields_and_the_file(
@@ -118,10 +133,13 @@ async def test_mistral_dialect_passes_the_fields_and_the_file(
     try:
         result = await engine.transcribe(
             request(
-                language="en", temperature=0.2, timestamp_granularities=["segment"],
-                diarize=True, context_bias=["Maestrale", "New_York"],
+                language="en",
+                temperature=0.2,
+                timestamp_granularities=["segment"],
+                diarize=True,
+                context_bias=["Maestrale", "New_York"],
             )
-        )  # fmt: skip
+        )
     finally:
         await engine.aclose()
     seen = upstream.seen[0]
@@ -140,8 +158,9 @@ async def test_mistral_dialect_passes_the_fields_and_the_file(
     assert result.audio_seconds == 2
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (7, 3)
     assert [(s.text, s.start, s.end, s.speaker_id) for s in result.segments] == [
-        ("Hello", 0.0, 0.5, "speaker_1"), ("there.", 0.6, 1.2, None),
-    ]  # fmt: skip
+        ("Hello", 0.0, 0.5, "speaker_1"),
+        ("there.", 0.6, 1.2, None),
+    ]
 
 
 async def test_openai_dialect_asks_for_verbose_json(upstream: Upstream) -> None:
@@ -190,9 +209,13 @@ async def test_upstream_failures_are_engine_errors(upstream: Upstream) -> None:
 def test_bad_catalog_entries_are_refused() -> None:
     with pytest.raises(CatalogError, match="dialect"):
         create_engine(
-            ModelSpec(id="r", engine="openai_compat_transcription", base_url="http://x/v1",
-                      options={"dialect": "klingon"})
-        )  # fmt: skip
+            ModelSpec(
+                id="r",
+                engine="openai_compat_transcription",
+                base_url="http://x/v1",
+                options={"dialect": "klingon"},
+            )
+        )
     with pytest.raises(CatalogError, match="base_url"):
         create_engine(ModelSpec(id="r", engine="openai_compat_transcription"))
 
@@ -222,14 +245,30 @@ async def test_route_relays_through_the_gateway(
             "text": "Hello there.",
             "language": "en",
             "segments": [
-                {"type": "transcription_segment", "text": "Hello", "start": 0.0, "end": 0.5,
-                 "score": None, "speaker_id": "speaker_1"},
-                {"type": "transcription_segment", "text": "there.", "start": 0.6, "end": 1.2,
-                 "score": None, "speaker_id": None},
+                {
+                    "type": "transcription_segment",
+                    "text": "Hello",
+                    "start": 0.0,
+                    "end": 0.5,
+                    "score": None,
+                    "speaker_id": "speaker_1",
+                },
+                {
+                    "type": "transcription_segment",
+                    "text": "there.",
+                    "start": 0.6,
+                    "end": 1.2,
+                    "score": None,
+                    "speaker_id": None,
+                },
             ],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10,
-                      "prompt_audio_seconds": 2},
-        }  # fmt: skip
+            "usage": {
+                "prompt_tokens": 7,
+                "completion_tokens": 3,
+                "total_tokens": 10,
+                "prompt_audio_seconds": 2,
+            },
+        }
         assert upstream.seen[0]["fields"]["model"] == ["voxtral-mini-2507"]
         upstream.answers.append((415, {"message": "unsupported"}))
         refused = await c.post(
@@ -238,8 +277,9 @@ async def test_route_relays_through_the_gateway(
         assert refused.status_code == 415
         upstream.answers.append((500, {"message": "boom"}))  # 500 is not retried
         failed = await c.post(
-            "/v1/audio/transcriptions", data={"model": "relay-voxtral", "stream": "true"},
+            "/v1/audio/transcriptions",
+            data={"model": "relay-voxtral", "stream": "true"},
             files=files,
-        )  # fmt: skip
+        )
         assert failed.status_code == 502
         assert failed.json()["code"] == "upstream_error"

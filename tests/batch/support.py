@@ -41,9 +41,13 @@ async def create_job(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
 async def run_jobs(app: FastAPI, timeout: float = 30) -> None:
     """Run every due job in this process until none is left."""
     worker = Worker(
-        app.state.services.db, app.state.services.job_registry, owner="test-worker", concurrency=2,
-        lease_seconds=10, poll_seconds=0.05,
-    )  # fmt: skip
+        app.state.services.db,
+        app.state.services.job_registry,
+        owner="test-worker",
+        concurrency=2,
+        lease_seconds=10,
+        poll_seconds=0.05,
+    )
     await worker.run_until_idle(timeout)
 
 

@@ -111,9 +111,12 @@ async def test_foreign_ids_are_404(
 async def test_list_filters(app: FastAPI, client: httpx.AsyncClient, tenant: Any) -> None:
     first = await create_job(client, requests=[REQUEST], metadata={"team": "a", "env": "prod"})
     second = await create_job(
-        client, endpoint="/v1/embeddings", model="maestrale-embed",
-        requests=[{"custom_id": "e", "body": {"input": "x"}}], metadata={"team": "b"},
-    )  # fmt: skip
+        client,
+        endpoint="/v1/embeddings",
+        model="maestrale-embed",
+        requests=[{"custom_id": "e", "body": {"input": "x"}}],
+        metadata={"team": "b"},
+    )
     alice = await user_key(app.state.services.db, tenant, "alice@example.com")
     async with make_client(app, alice) as a:
         third = await create_job(a, requests=[REQUEST], metadata={"team": "a"})

@@ -238,9 +238,13 @@ async def test_replayed_results_are_recorded_and_counted_once(
 
     def row(line: int, ok: bool) -> dict[str, Any]:
         return {
-            "batch_id": job["id"], "line": line, "ok": ok, "status_code": 200 if ok else 500,
-            "error": None if ok else "boom", "record": f'{{"line": {line}}}',
-        }  # fmt: skip
+            "batch_id": job["id"],
+            "line": line,
+            "ok": ok,
+            "status_code": 200 if ok else 500,
+            "error": None if ok else "boom",
+            "record": f'{{"line": {line}}}',
+        }
 
     assert await progress.write([row(0, True)]) == "QUEUED"
     assert await progress.write([row(0, False), row(1, False)]) == "QUEUED"

@@ -44,8 +44,11 @@ def test_model_conversation(sdk: Mistral) -> None:
 
     history = conversations.get_history(conversation_id=conv_id)
     assert [type(e) for e in history.entries] == [
-        m.MessageInputEntry, m.MessageOutputEntry, m.MessageInputEntry, m.MessageOutputEntry,
-    ]  # fmt: skip
+        m.MessageInputEntry,
+        m.MessageOutputEntry,
+        m.MessageInputEntry,
+        m.MessageOutputEntry,
+    ]
     messages = conversations.get_messages(conversation_id=conv_id)
     assert len(messages.messages) == 4
     assert conv_id in {c.id for c in conversations.list()}

@@ -76,10 +76,24 @@ def _llama_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str] | None:
     port = free_port()
     log = open(tmp / "llama-server.log", "wb")  # noqa: SIM115 - the process owns it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-         "--model_alias", "smollm2", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--model_alias",
+            "smollm2",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -107,9 +121,12 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
         catalog += LLAMA_ENTRY.format(llama=llama[1])
     (tmp / "models.toml").write_text(catalog)
     front_proc, front_url = start_server(
-        tmp / "front", "--no-worker", "--models", str(tmp / "models.toml"),
+        tmp / "front",
+        "--no-worker",
+        "--models",
+        str(tmp / "models.toml"),
         env={"MAESTRALE_TEST_UPSTREAM_KEY": API_KEY},
-    )  # fmt: skip
+    )
     try:
         yield Front(front_url, tmp / "front", stub)
     finally:
@@ -200,7 +217,10 @@ async def test_client_disconnect_cancels_the_upstream(front: Front) -> None:
     assert outcome == "cut"
     await asyncio.sleep(0.6)  # the event is written within the flush interval
     with sqlite3.connect(front.data_dir / "maestrale.db") as conn:
-        statuses = [r[0] for r in conn.execute(
-            "SELECT status_code FROM chat_completion_events WHERE model = 'slow-stub'"
-        )]  # fmt: skip
+        statuses = [
+            r[0]
+            for r in conn.execute(
+                "SELECT status_code FROM chat_completion_events WHERE model = 'slow-stub'"
+            )
+        ]
     assert statuses == [499]

@@ -149,9 +149,14 @@ async def test_multipart_streaming_and_limits(s3_endpoint: str) -> None:
 async def s3_app(s3_endpoint: str, database_url: str, tmp_path: Path) -> AsyncIterator[FastAPI]:
     bucket = _bucket(s3_endpoint, f"app-{os.urandom(4).hex()}")
     settings = settings_for(
-        database_url, tmp_path / "data", blob_backend="s3", s3_bucket=bucket,
-        s3_endpoint_url=s3_endpoint, s3_region="us-east-1", max_upload_bytes=2_000_000,
-    )  # fmt: skip
+        database_url,
+        tmp_path / "data",
+        blob_backend="s3",
+        s3_bucket=bucket,
+        s3_endpoint_url=s3_endpoint,
+        s3_region="us-east-1",
+        max_upload_bytes=2_000_000,
+    )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application

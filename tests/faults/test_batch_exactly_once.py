@@ -120,8 +120,11 @@ def workers(database_url: str, tmp_path: Path) -> Iterator[list[subprocess.Popen
         args = ["--database-url", database_url, "--data-dir", str(tmp_path / "data")]
         proc = subprocess.Popen(
             [sys.executable, "-m", "maestrale", "worker", *args],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         procs.append((proc, log))
         started.append(proc)
     yield started

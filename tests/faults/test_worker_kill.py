@@ -41,8 +41,11 @@ def spawn(database_url: str, tmp_path: Path) -> Iterator[Spawn]:
         args += ["--import", "tests.faults.probe_jobs", "--concurrency", str(concurrency)]
         proc = subprocess.Popen(
             [sys.executable, "-m", "maestrale", "worker", *args],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         procs.append((proc, log))
         return proc
 

@@ -34,7 +34,10 @@ async def user_key(db: Database, tenant: Tenant, email: str) -> str:
         user = await tenancy.create_user(tenant.organization_id, email, ["member"])
         await tenancy.add_member(tenant.workspace_id, user.id, ["member"])
         _, key = await KeyRepository(session).create_key(
-            kind="standard", organization_id=tenant.organization_id,
-            workspace_id=tenant.workspace_id, user_id=user.id, name=email,
-        )  # fmt: skip
+            kind="standard",
+            organization_id=tenant.organization_id,
+            workspace_id=tenant.workspace_id,
+            user_id=user.id,
+            name=email,
+        )
     return key

@@ -73,9 +73,11 @@ async def test_a_flagged_chat_is_blocked_before_the_model(
     app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
     response = await chat(
-        client, "tell me\n/flag violence_and_threats", guardrails=[v1("block")],
+        client,
+        "tell me\n/flag violence_and_threats",
+        guardrails=[v1("block")],
         headers=None,
-    )  # fmt: skip
+    )
     assert_blocked(response, "violence_and_threats", ECHO_MODERATION, "moderation_llm_v1")
     assert response.json()["type"] == "permission_error"
     # The moderation call is accounted; the chat model was never called.
@@ -92,8 +94,11 @@ async def test_a_flagged_chat_is_blocked_before_the_model(
     assert ok.status_code == 200, ok.text
     assert ok.json()["choices"][0]["message"]["content"] == "echo: hello"
     assert [r.endpoint for r in await usage_rows(app)] == [
-        "moderations", "moderations", "moderations", "chat",
-    ]  # fmt: skip
+        "moderations",
+        "moderations",
+        "moderations",
+        "chat",
+    ]
 
 
 async def test_action_none_reports_and_goes_on(client: httpx.AsyncClient) -> None:
@@ -156,8 +161,10 @@ async def test_block_on_error(app: FastAPI, client: httpx.AsyncClient) -> None:
     assert passed.json()["choices"][0]["message"]["content"] == f"echo: {failing}"
     rows = await usage_rows(app)
     assert [(r.endpoint, r.status_code) for r in rows] == [
-        ("moderations", 503), ("moderations", 503), ("chat", 200),
-    ]  # fmt: skip
+        ("moderations", 503),
+        ("moderations", 503),
+        ("chat", 200),
+    ]
 
 
 async def test_client_errors_of_the_moderation_call_stay_as_they_are(
@@ -218,8 +225,10 @@ async def test_batch_lines_are_guarded(app: FastAPI, client: httpx.AsyncClient) 
     assert error["response"]["body"]["code"] == "guardrail_blocked"
     rows = [r for r in await usage_rows(app) if r.correlation_id == job["id"]]
     assert sorted((r.endpoint, r.source) for r in rows) == [
-        ("chat", "batch"), ("moderations", "batch"), ("moderations", "batch"),
-    ]  # fmt: skip
+        ("chat", "batch"),
+        ("moderations", "batch"),
+        ("moderations", "batch"),
+    ]
 
 
 # Agents.
@@ -237,20 +246,24 @@ async def test_agent_guardrails_are_stored_in_wire_shape_and_validated(
         {
             "block_on_error": False,
             "moderation_llm_v1": {
-                "model_name": ECHO_MODERATION, "ignore_other_categories": False,
+                "model_name": ECHO_MODERATION,
+                "ignore_other_categories": False,
                 "action": "block",
             },
         }
-    ]  # fmt: skip
+    ]
     assert created.json()["guardrails"] == expected
     agent_id = created.json()["id"]
     assert (await client.get(f"/v1/agents/{agent_id}")).json()["guardrails"] == expected
 
     bad = await client.post(
         "/v1/agents",
-        json={"model": "maestrale-echo", "name": "bad", "guardrails": [{"moderation_llm_v1": {
-            "action": "maybe"}}]},
-    )  # fmt: skip
+        json={
+            "model": "maestrale-echo",
+            "name": "bad",
+            "guardrails": [{"moderation_llm_v1": {"action": "maybe"}}],
+        },
+    )
     assert bad.status_code == 422, bad.text
     assert bad.json()["detail"][0]["loc"][:3] == ["body", "guardrails", 0]
     bad_update = await client.patch(
@@ -309,10 +322,14 @@ async def test_model_conversation_start_and_append(client: httpx.AsyncClient) ->
     body = started.json()
     [first, second] = body["guardrails"]
     assert first == {
-        "guardrail": "moderation_llm_v1", "model": ECHO_MODERATION, "action": "block",
-        "blocked": False, "flagged_categories": [], "error": None,
+        "guardrail": "moderation_llm_v1",
+        "model": ECHO_MODERATION,
+        "action": "block",
+        "blocked": False,
+        "flagged_categories": [],
+        "error": None,
         "category_scores": first["category_scores"],
-    }  # fmt: skip
+    }
     assert set(first["category_scores"]) >= {"pii", "sexual", "law"}
     assert second["action"] == "none"
     conv_id = body["conversation_id"]
@@ -483,10 +500,11 @@ async def test_tool_confirmations_are_refused(client: httpx.AsyncClient) -> None
         refused = await client.post(
             url,
             json={
-                "inputs": "go on", "stream": stream,
+                "inputs": "go on",
+                "stream": stream,
                 "tool_confirmations": [{"tool_call_id": "call_42", "confirmation": "allow"}],
             },
-        )  # fmt: skip
+        )
         assert refused.status_code == 400, refused.text
         body = refused.json()
         assert body["code"] == "tool_call_not_pending" and "call_42" in body["message"]
@@ -524,5 +542,7 @@ async def test_other_workspaces_are_not_affected(
     rows = await usage_rows(app)
     moderations = [r for r in rows if r.endpoint == "moderations"]
     assert [r.workspace_id for r in moderations] == [
-        started_ws := moderations[0].workspace_id, started_ws, other.tenant.workspace_id,
-    ]  # fmt: skip
+        started_ws := moderations[0].workspace_id,
+        started_ws,
+        other.tenant.workspace_id,
+    ]

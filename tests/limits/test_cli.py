@@ -30,9 +30,15 @@ async def test_limits_cli(tmp_path: Path) -> None:
     assert after["requests_per_second"] == 7 and after["monthly_spend_limit"] == 12.5
 
     model = run(
-        "limits", "set-model", "maestrale-echo", "--tpm", "1000", "--tokens-per-month", "unlimited",
+        "limits",
+        "set-model",
+        "maestrale-echo",
+        "--tpm",
+        "1000",
+        "--tokens-per-month",
+        "unlimited",
         data_dir=data,
-    )  # fmt: skip
+    )
     assert model.returncode == 0, model.stderr
     assert json.loads(model.stdout)["models"] == {
         "maestrale-echo": {"tokens_per_minute": 1000, "tokens_per_month": None}

@@ -64,9 +64,14 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replicas]:
             data = root / name
             data.mkdir()
             proc, url = start_server(
-                data, "--no-worker", "--database-url", database_url, "--models", str(models),
+                data,
+                "--no-worker",
+                "--database-url",
+                database_url,
+                "--models",
+                str(models),
                 env=env,
-            )  # fmt: skip
+            )
             procs.append(proc)
             urls.append(url)
         yield Replicas((urls[0], urls[1]), database_url, env)
@@ -114,14 +119,21 @@ async def test_requests_per_second_are_shared(replicas: Replicas) -> None:
 
 def _limits_cli(replicas: Replicas, *args: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "maestrale", "limits", *args,
-         "--database-url", replicas.database_url],
+        [
+            sys.executable,
+            "-m",
+            "maestrale",
+            "limits",
+            *args,
+            "--database-url",
+            replicas.database_url,
+        ],
         env={**os.environ, **replicas.env},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -168,8 +180,10 @@ async def test_spend_limit_is_shared(replicas: Replicas) -> None:
                 break
         assert all(r.json()["code"] == "spend_limit_exceeded" for r in responses)
         # free calls still pass on both replicas
-        free = await asyncio.gather(a.post("/v1/chat/completions", json=_chat()), b.post(
-            "/v1/chat/completions", json=_chat()))  # fmt: skip
+        free = await asyncio.gather(
+            a.post("/v1/chat/completions", json=_chat()),
+            b.post("/v1/chat/completions", json=_chat()),
+        )
         assert [r.status_code for r in free] == [200, 200]
     assert limit - worst < spent <= limit + 1e-9
 

@@ -29,9 +29,17 @@ from tests.support.app_fixtures import TenantKey, make_client
 
 DATASETS = "/v1/observability/datasets"
 TASK_KEYS = {
-    "id", "created_at", "updated_at", "deleted_at", "creator_id", "dataset_id", "workspace_id",
-    "status", "progress", "message",
-}  # fmt: skip
+    "id",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "creator_id",
+    "dataset_id",
+    "workspace_id",
+    "status",
+    "progress",
+    "message",
+}
 
 
 async def event_ids(app: FastAPI) -> list[str]:
@@ -236,8 +244,11 @@ async def test_export_to_jsonl_round_trips(
     lines = [orjson.loads(line) for line in content.content.splitlines()]
     assert [line["properties"]["i"] for line in lines] == [0, 2, 3, 4]
     assert lines[0] == {
-        "id": ids[0], "source": "DIRECT_INPUT", "payload": convo("turn 0"), "properties": {"i": 0},
-    }  # fmt: skip
+        "id": ids[0],
+        "source": "DIRECT_INPUT",
+        "payload": convo("turn 0"),
+        "properties": {"i": 0},
+    }
     file_id = url.path.split("/")[3]
     meta = (await client.get(f"/v1/files/{file_id}")).json()
     assert meta["num_lines"] == 4 and meta["purpose"] == "dataset-export"

@@ -30,9 +30,15 @@ async def new_dataset(client: httpx.AsyncClient, name: str = "golden") -> dict[s
 async def test_dataset_crud_and_soft_delete(app: FastAPI, client: httpx.AsyncClient) -> None:
     ds = await new_dataset(client)
     assert set(ds) == {
-        "id", "created_at", "updated_at", "deleted_at", "name", "description", "owner_id",
+        "id",
+        "created_at",
+        "updated_at",
+        "deleted_at",
+        "name",
+        "description",
+        "owner_id",
         "workspace_id",
-    }  # fmt: skip
+    }
     assert ds["deleted_at"] is None and ds["owner_id"]
     resp = await client.get(f"{DATASETS}/{ds['id']}")
     assert resp.json() == ds

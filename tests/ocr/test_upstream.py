@@ -46,9 +46,11 @@ async def upstream() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
 
 @pytest.fixture
 async def upstream_app(
-    database_url: str, tmp_path: Path, upstream: tuple[str, list[dict[str, Any]]],
+    database_url: str,
+    tmp_path: Path,
+    upstream: tuple[str, list[dict[str, Any]]],
     monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[FastAPI]:  # fmt: skip
+) -> AsyncIterator[FastAPI]:
     monkeypatch.setenv("TEST_OCR_UPSTREAM_KEY", "sk-upstream")
     catalog = tmp_path / "models.toml"
     catalog.write_text(
