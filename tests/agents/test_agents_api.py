@@ -136,6 +136,18 @@ async def test_update_makes_versions_and_switch_selects_one(client: httpx.AsyncC
     assert (await client.get(f"/v1/agents/{agent_id}")).json()["version"] == 4
 
 
+async def test_a_large_float_in_stored_json_survives_an_update(client: httpx.AsyncClient) -> None:
+    """Found by the schema fuzzer (issue 14): Postgres keeps 1e20 as the numeric
+    100000000000000000000, read back as an integer past 64 bits that the next write (a new
+    version copies the current one) could not encode: a 500."""
+    agent = await create(client, metadata={"big": 1e20, "list": [-1e25]})
+    updated = await client.patch(f"/v1/agents/{agent['id']}", json={"name": "renamed"})
+    assert updated.status_code == 200, updated.text
+    body = updated.json()
+    assert body["version"] == 2 and body["metadata"] == {"big": 1e20, "list": [-1e25]}
+    assert isinstance(body["metadata"]["big"], float)
+
+
 async def test_versions_list_and_get(client: httpx.AsyncClient) -> None:
     agent_id = (await create(client, instructions="v1"))["id"]
     for n in (2, 3):

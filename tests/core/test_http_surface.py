@@ -21,6 +21,28 @@ async def test_openapi_and_docs(anon_client: httpx.AsyncClient) -> None:
     assert (await anon_client.get("/docs")).status_code == 200
 
 
+async def test_openapi_declares_what_every_route_can_answer(anon_client: httpx.AsyncClient) -> None:
+    """The statuses every route of its shape can answer are declared (issue 14, the schema
+    fuzzer): 400 and 401 everywhere under /v1, 404 with path parameters, 413 with a body; event
+    streams next to JSON; the upload's multipart form."""
+    spec = (await anon_client.get("/openapi.json")).json()
+    for path, operations in spec["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in operations.items():
+            declared = set(operation["responses"])
+            assert {"400", "401"} <= declared, (method, path)
+            if "{" in path:
+                assert "404" in declared, (method, path)
+            if method != "get":
+                assert "413" in declared, (method, path)
+    for path in ("/v1/chat/completions", "/v1/conversations", "/v1/audio/transcriptions"):
+        content = spec["paths"][path]["post"]["responses"]["200"]["content"]
+        assert set(content) == {"application/json", "text/event-stream"}, path
+    upload = spec["paths"]["/v1/files"]["post"]["requestBody"]["content"]
+    assert upload["multipart/form-data"]["schema"]["required"] == ["file"]
+
+
 async def test_every_response_has_a_request_id(client: httpx.AsyncClient) -> None:
     ok = await client.get("/v1/models")
     missing = await client.get("/v1/nope")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.observability.events_seed import obs_error
 
@@ -50,3 +51,28 @@ async def test_observability_4xx_bodies_are_declared_as_observability_error_data
 async def test_the_declared_body_is_what_a_422_sends(client: httpx.AsyncClient) -> None:
     resp = await client.post("/v1/observability/chat-completion-events/search", json={})
     obs_error(resp, 422, "VALIDATION_ERROR")
+
+
+async def test_a_nul_in_the_url_gets_the_group_body(client: httpx.AsyncClient) -> None:
+    """Refused before any route (issue 14, found by the schema fuzzer): the 400 of a URL with a
+    NUL was the common error body under /v1/observability/ too."""
+    resp = await client.get("/v1/observability/judges?q=a%00b")
+    assert "NUL" in obs_error(resp, 400, "VALIDATION_ERROR")
+    resp = await client.get("/v1/observability/datasets/a%00b")
+    obs_error(resp, 400, "VALIDATION_ERROR")
+    # Elsewhere the common body stays.
+    resp = await client.get("/v1/models?q=a%00b")
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_url"
+
+
+async def test_a_value_postgres_refuses_gets_the_group_body(
+    client: httpx.AsyncClient, backend: str
+) -> None:
+    """Found by the schema fuzzer on Postgres (issue 14): a value the database refuses (NUL in
+    text, SQLSTATE 22) was answered 400 in the common error body under /v1/observability/."""
+    if backend != "postgres":
+        pytest.skip("SQLite stores NUL in text")
+    resp = await client.post(
+        "/v1/observability/datasets", json={"name": "nul\u0000name", "description": ""}
+    )
+    assert "stored" in obs_error(resp, 400, "VALIDATION_ERROR")

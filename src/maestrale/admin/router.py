@@ -12,10 +12,17 @@ from maestrale.admin.keys.router import router as keys_router
 from maestrale.admin.users.router import router as users_router
 from maestrale.admin.workspaces.router import router as workspaces_router
 from maestrale.core.auth.dependencies import admin_principal
-from maestrale.core.errors import NotFound
+from maestrale.core.errors import NotFound, error_responses
 from maestrale.core.routing import domain_router
 
-router = domain_router(prefix="/admin", tags=["admin"], dependencies=[Depends(admin_principal)])
+# Most admin writes name other members, workspaces or groups (404) and many refuse what the
+# organization's state forbids (409: an archived workspace, the last admin, a group cycle).
+router = domain_router(
+    prefix="/admin",
+    tags=["admin"],
+    dependencies=[Depends(admin_principal)],
+    responses=error_responses((404, 409)),
+)
 for _sub in (keys_router, users_router, workspaces_router, groups_router, billing_router):
     router.include_router(_sub)
 

@@ -12,13 +12,14 @@ from maestrale.agents.service import AgentService
 from maestrale.completions.router import respond_chat
 from maestrale.completions.schemas import ChatCompletionRequest, ChatCompletionResponse, Messages
 from maestrale.core.auth.dependencies import CurrentTenant
-from maestrale.core.errors import BadRequest
+from maestrale.core.errors import MODEL_ERRORS, BadRequest, error_responses
 from maestrale.core.routing import Work, domain_router
+from maestrale.core.sse import streamed
 from maestrale.engines.dependencies import Engines
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.guardrails.schemas import Guardrails, stored
 
-router = domain_router(prefix="/agents", tags=["agents"])
+router = domain_router(prefix="/agents", tags=["agents"], responses=error_responses(MODEL_ERRORS))
 
 
 class AgentCompletionRequest(BaseModel):
@@ -72,7 +73,7 @@ def chat_request(
 @router.post(
     "/completions",
     response_model=None,
-    responses={200: {"model": ChatCompletionResponse, "description": "JSON, or SSE chunks"}},
+    responses={200: streamed(ChatCompletionResponse, "JSON, or SSE chunks")},
 )
 async def agent_completions(
     body: AgentCompletionRequest,

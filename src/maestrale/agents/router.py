@@ -15,6 +15,7 @@ from maestrale.agents.schemas import (
 )
 from maestrale.agents.service import AgentService
 from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.errors import error_responses
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
@@ -41,7 +42,7 @@ def _filters(
     }
 
 
-@router.post("", response_model=AgentOut)
+@router.post("", response_model=AgentOut, responses=error_responses((404,)))
 async def create_agent(
     body: AgentCreate, session: DbSession, tenant: CurrentTenant, engines: Engines
 ) -> AgentOut:

@@ -14,14 +14,16 @@ from maestrale.audio.streaming import stream_transcription
 from maestrale.config import Settings
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.errors import BadRequest
+from maestrale.core.errors import MODEL_ERRORS, BadRequest, error_responses
 from maestrale.core.routing import Work, domain_router
+from maestrale.core.sse import streamed
 from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.gateway.responses import json_response
 
-router = domain_router(tags=["audio"])
+# The form is parsed by the route itself: its 422 and 415 are declared here.
+router = domain_router(tags=["audio"], responses=error_responses((*MODEL_ERRORS, 415, 422)))
 
 _FIELDS: dict[str, Any] = {
     "model": {"type": "string", "examples": ["voxtral-mini-latest"]},
@@ -55,12 +57,11 @@ _OPENAPI = {
     response_model=None,
     openapi_extra=_OPENAPI,
     responses={
-        200: {
-            "model": TranscriptionResponse,
-            "description": "JSON, or with `stream` true server-sent events "
-            "(transcription.language, transcription.text.delta, transcription.segment, "
-            "transcription.done)",
-        }
+        200: streamed(
+            TranscriptionResponse,
+            "JSON, or with `stream` true server-sent events (transcription.language, "
+            "transcription.text.delta, transcription.segment, transcription.done)",
+        )
     },
 )
 async def create_transcription(

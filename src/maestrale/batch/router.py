@@ -11,6 +11,7 @@ from maestrale.batch.schemas import BatchJobCreate, BatchJobDeleted, BatchJobLis
 from maestrale.batch.service import BatchService
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Principal, Tenant
+from maestrale.core.errors import error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
@@ -47,7 +48,7 @@ def _metadata_wanted(request: Request) -> dict[str, str]:
     return wanted
 
 
-@router.post("", response_model=BatchJobOut)
+@router.post("", response_model=BatchJobOut, responses=error_responses((404,)))
 async def create_batch_job(
     body: BatchJobCreate, request: Request, session: DbSession, principal: StandardAuth
 ) -> BatchJobOut:

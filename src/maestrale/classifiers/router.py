@@ -12,11 +12,12 @@ from maestrale.classifiers.schemas import (
     ModerationResponse,
     TextsRequest,
 )
+from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.routing import domain_router
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.gateway.responses import json_response
 
-router = domain_router(tags=["classifiers"])
+router = domain_router(tags=["classifiers"], responses=error_responses(MODEL_ERRORS))
 
 
 @router.post("/moderations", response_model=None, responses={200: {"model": ModerationResponse}})

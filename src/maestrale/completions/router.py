@@ -19,13 +19,15 @@ from maestrale.completions.schemas import (
     EmbeddingResponse,
     FIMCompletionRequest,
 )
+from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.routing import domain_router
+from maestrale.core.sse import streamed
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
 from maestrale.gateway.responses import json_response
 
-router = domain_router(tags=["completions"])
+router = domain_router(tags=["completions"], responses=error_responses(MODEL_ERRORS))
 
 
 async def respond_chat(
@@ -49,7 +51,7 @@ async def respond_chat(
 @router.post(
     "/chat/completions",
     response_model=None,
-    responses={200: {"model": ChatCompletionResponse, "description": "JSON, or SSE chunks"}},
+    responses={200: streamed(ChatCompletionResponse, "JSON, or SSE chunks")},
 )
 async def chat_completions(
     body: ChatCompletionRequest,
@@ -65,7 +67,7 @@ async def chat_completions(
 @router.post(
     "/fim/completions",
     response_model=None,
-    responses={200: {"model": ChatCompletionResponse, "description": "JSON, or SSE chunks"}},
+    responses={200: streamed(ChatCompletionResponse, "JSON, or SSE chunks")},
 )
 async def fim_completions(
     body: FIMCompletionRequest,

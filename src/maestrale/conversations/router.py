@@ -19,21 +19,24 @@ from maestrale.conversations.service import ConversationService
 from maestrale.conversations.streaming import respond
 from maestrale.conversations.turns import TurnPolicy, Turns
 from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.responses import json_bytes
 from maestrale.core.routing import Work, domain_router
+from maestrale.core.sse import streamed
 from maestrale.dependencies import AppServices
 from maestrale.gateway.dependencies import CallerDep
 
 router = domain_router(prefix="/conversations", tags=["conversations"])
 
 
+# A turn calls the model; 409 is a conversation another turn holds or changed meanwhile.
 STREAMED: dict[int | str, dict[str, Any]] = {
-    200: {
-        "model": ConversationResponse,
-        "description": "JSON, or with `stream: true` server-sent conversation events",
-    }
+    200: streamed(
+        ConversationResponse, "JSON, or with `stream: true` server-sent conversation events"
+    ),
+    **error_responses((*MODEL_ERRORS, 409)),
 }
 
 

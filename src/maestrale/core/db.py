@@ -115,6 +115,10 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_size=pool_size,
         max_overflow=pool_size,
         json_serializer=_json_dumps,
+        # Postgres keeps JSON numbers as numerics: a float with an integral value past 64 bits
+        # (1e20) comes back as an integer literal, which the stdlib would read as an integer no
+        # JSON writer of ours (orjson) takes; orjson reads it as the float it was.
+        json_deserializer=orjson.loads,
         hide_parameters=True,
     )
     event.listen(engine.sync_engine, "checkin", _checked_in)

@@ -7,12 +7,13 @@ errors, which keep FastAPI's `{"detail": [{"loc", "msg", "type"}]}` shape that t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -116,6 +117,63 @@ def error_body(message: str, type_: str, code: str, param: str | None = None) ->
     return {"object": "error", "message": message, "type": type_, "code": code, "param": param}
 
 
+class ErrorOut(BaseModel):
+    """The body of every error but validation errors (`error_body`)."""
+
+    object: Literal["error"]
+    message: str
+    type: str
+    code: str
+    param: str | None
+
+
+class ValidationIssue(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(BaseModel):
+    """The body of a 422: FastAPI's shape, which the SDKs parse."""
+
+    detail: list[ValidationIssue]
+
+
+_DESCRIPTIONS = {
+    400: "Bad request",
+    401: "Missing, invalid or revoked key",
+    403: "Forbidden",
+    404: "Not found",
+    409: "Conflict",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    416: "Range not satisfiable",
+    422: "Validation error",
+    429: "Rate or spend limit reached",
+    502: "Upstream (model server) error",
+    503: "Service unavailable",
+    504: "Upstream timeout",
+}
+
+# The failures of a call to a model (an engine, an upstream): a guardrail blocks it (403), the
+# model is unknown (404), a limit is reached (429), the upstream fails, is down or too slow.
+MODEL_ERRORS = (403, 404, 429, 502, 503, 504)
+
+
+def error_responses(
+    statuses: Iterable[int], model: type[BaseModel] = ErrorOut
+) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route's error statuses, declared in `/openapi.json` (a 422 of the
+    common shape is FastAPI's validation error)."""
+    return {
+        status: {
+            "model": ValidationErrorOut if status == 422 and model is ErrorOut else model,
+            "description": _DESCRIPTIONS.get(status, "Error"),
+        }
+        for status in statuses
+    }
+
+
 _STATUS_CODES = {
     400: ("invalid_request", "invalid_request_error"),
     401: ("unauthorized", "authentication_error"),
@@ -138,14 +196,20 @@ async def _app_error(request: Request, exc: Exception) -> JSONResponse:
 HttpErrorRenderer = Callable[[Exception], JSONResponse | None]
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+def _scoped(request: Request, exc: Exception) -> JSONResponse | None:
+    """`exc` in the body of the group of the request's path, if it has its own."""
     renderers: Mapping[str, HttpErrorRenderer] = getattr(request.app.state, "error_renderers", {})
     for prefix, render in renderers.items():
         if request.url.path.startswith(prefix):
-            scoped = render(exc)
-            if scoped is not None:
-                return scoped
+            return render(exc)
+    return None
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    scoped = _scoped(request, exc)
+    if scoped is not None:
+        return scoped
     code, type_ = _STATUS_CODES.get(exc.status_code, ("http_error", "invalid_request_error"))
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route for {request.method} {request.url.path}"
@@ -182,12 +246,11 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DBAPIError)
     sqlstate = sqlstate_of(exc)
     if sqlstate is not None and sqlstate.startswith("22"):
-        body = error_body(
+        refused = BadRequest(
             "a value of the request cannot be stored (too long, out of range or invalid text)",
-            "invalid_request_error",
-            "invalid_value",
+            code="invalid_value",
         )
-        return JSONResponse(body, status_code=400)
+        return _scoped(request, refused) or JSONResponse(refused.body(), status_code=400)
     if exc.connection_invalidated or (isinstance(exc, OperationalError) and sqlstate is None):
         log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc.orig)
         body = error_body("the database is unavailable", "api_error", "database_unavailable")

@@ -23,7 +23,13 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from maestrale.core.errors import INTERNAL_ERROR, HttpErrorRenderer, PayloadTooLarge, error_body
+from maestrale.core.errors import (
+    INTERNAL_ERROR,
+    AppError,
+    BadRequest,
+    HttpErrorRenderer,
+    PayloadTooLarge,
+)
 from maestrale.core.logs import request_id_var
 from maestrale.core.metrics import Metrics
 
@@ -114,12 +120,8 @@ class RequestContextMiddleware:
                 await self._too_large(scope, receive, send_with_id, limit)
             elif "\x00" in scope["path"] or b"%00" in scope["query_string"]:
                 # No stored text may hold NUL (Postgres refuses it): refuse it at the edge.
-                body = error_body(
-                    "the URL must not contain NUL characters",
-                    "invalid_request_error",
-                    "invalid_url",
-                )
-                await _send_json(send_with_id, 400, body)
+                error = BadRequest("the URL must not contain NUL characters", code="invalid_url")
+                await self._refuse(scope, receive, send_with_id, error)
             elif streamed or scope["method"] in _NO_BODY:
                 await self.app(scope, receive, send_with_id)
             elif (first := await _read_body(receive, limit)) is None:
@@ -145,12 +147,16 @@ class RequestContextMiddleware:
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         error = PayloadTooLarge(f"request body exceeds {limit} bytes, the limit of this route")
+        await self._refuse(scope, receive, send, error)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AppError) -> None:
+        """Answer `error` before any route runs, in the body of the path's group."""
         path: str = scope["path"]
         for prefix, render in self.renderers.items():
             if path.startswith(prefix) and (response := render(error)) is not None:
                 await response(scope, receive, send)
                 return
-        await _send_json(send, 413, error.body())
+        await _send_json(send, error.status_code, error.body())
 
 
 async def _read_body(receive: Receive, limit: int) -> Message | None:

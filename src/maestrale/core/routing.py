@@ -6,13 +6,15 @@ column could store (`core.validation`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response, params
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.core.errors import ErrorOut, error_responses
 from maestrale.core.uow import UnitOfWork
 from maestrale.core.validation import check_int_parameters, check_json_body, int_parameters
 from maestrale.dependencies import app_services
@@ -35,7 +37,32 @@ Work = Annotated[UnitOfWork, Depends(request_work)]
 DbSession = Annotated[AsyncSession, Depends(request_session)]
 
 
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def common_errors(path: str, methods: Iterable[str] | None) -> tuple[int, ...]:
+    """The errors every route of its shape can answer, whatever its handler does: a bad URL
+    (NUL, an integer past 64 bits) or parameter (400), no valid key (401), an id that names
+    nothing (404, for a path with parameters), a body past its limit (413)."""
+    statuses = [400, 401]
+    if "{" in path:
+        statuses.append(404)
+    if _BODY_METHODS.intersection(methods or ()):
+        statuses.append(413)
+    return tuple(statuses)
+
+
 class TransactionalRoute(APIRoute):
+    # The body of the route's errors, as declared in `/openapi.json`.
+    error_model: type[BaseModel] = ErrorOut
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        # Declared so that `/openapi.json` names every status a route answers; the route's
+        # own `responses` (and its router's) come last and win.
+        declared = error_responses(common_errors(path, kwargs.get("methods")), self.error_model)
+        kwargs["responses"] = {**declared, **(kwargs.get("responses") or {})}
+        super().__init__(path, endpoint, **kwargs)
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         takes_json = self.body_field is not None and not isinstance(

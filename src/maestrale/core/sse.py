@@ -11,6 +11,23 @@ from fastapi.responses import StreamingResponse
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
+# One event of a stream, as `/openapi.json` declares it (OpenAPI's reading of an event stream:
+# each event an object of its fields); `data` is a JSON document, or `[DONE]` at the end.
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+}
+
+
+def streamed(model: type[Any], description: str) -> dict[str, Any]:
+    """The `responses[200]` of a route that answers `model` as JSON, or server-sent events."""
+    return {
+        "model": model,
+        "description": description,
+        "content": {"text/event-stream": {"schema": SSE_EVENT}},
+    }
+
 
 def sse_event(data: Any, event: str | None = None) -> bytes:
     payload = orjson.dumps(data)

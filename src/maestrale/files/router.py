@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
@@ -12,17 +12,35 @@ from starlette.requests import ClientDisconnect
 from maestrale.core.auth.dependencies import StandardAuth, standard_principal
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.blobs import BlobStore
-from maestrale.core.errors import BadRequest
+from maestrale.core.errors import BadRequest, error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
 from maestrale.dependencies import app_services
 from maestrale.files.download import ByteRange, content_disposition
 from maestrale.files.schemas import FileDeleted, FileDetailOut, FileList, FileOut, SignedUrl
-from maestrale.files.service import FileService, signed_file
+from maestrale.files.service import FileService, UploadForm, signed_file
 from maestrale.files.tables import StoredFile
 
 router = domain_router(prefix="/files", tags=["files"])
+
+
+# The upload is parsed (streamed) by the route, so its form is declared by hand: the `file` part
+# and the fields of `UploadForm`.
+_UPLOAD_FORM: dict[str, Any] = {
+    "type": "object",
+    "required": ["file"],
+    "properties": {
+        "file": {"type": "string", "format": "binary"},
+        **UploadForm.model_json_schema()["properties"],
+    },
+}
+_UPLOAD_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": _UPLOAD_FORM}},
+    }
+}
 
 
 def _service(request: Request, session: DbSession, principal: Principal) -> FileService:
@@ -30,7 +48,12 @@ def _service(request: Request, session: DbSession, principal: Principal) -> File
     return FileService(session, Tenant.of(principal), principal.key_id, blobs)
 
 
-@router.post("", response_model=FileOut)
+@router.post(
+    "",
+    response_model=FileOut,
+    openapi_extra=_UPLOAD_OPENAPI,
+    responses=error_responses((415, 422)),
+)
 async def upload_file(request: Request, session: DbSession, principal: StandardAuth) -> FileOut:
     """Upload a file (multipart: `file`, and optionally `purpose` — `fine-tune` by default,
     `batch`, `ocr` or any other —, `visibility` — `workspace` or `user` — and `expiry` in hours).
@@ -102,7 +125,11 @@ async def delete_file(
 @router.get(
     "/{file_id}/content",
     response_class=StreamingResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}, 206: {}, 416: {}},
+    responses={
+        200: {"content": {"application/octet-stream": {}}},
+        206: {"content": {"application/octet-stream": {}}},
+        **error_responses((403, 416)),
+    },
 )
 async def download_file(
     file_id: str,

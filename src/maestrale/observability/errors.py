@@ -107,6 +107,8 @@ PREFIX = "/v1/observability/"
 
 
 class ObservabilityRoute(TransactionalRoute):
+    error_model = ObservabilityErrorData
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 

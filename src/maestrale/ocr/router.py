@@ -6,6 +6,7 @@ from fastapi import Request, Response
 
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.routing import Work, domain_router
 from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
@@ -14,7 +15,7 @@ from maestrale.gateway.responses import json_response
 from maestrale.ocr.schemas import OCRRequest, OCRResponse
 from maestrale.ocr.service import OcrContext, process
 
-router = domain_router(tags=["ocr"])
+router = domain_router(tags=["ocr"], responses=error_responses(MODEL_ERRORS))
 
 
 @router.post("/ocr", response_model=None, responses={200: {"model": OCRResponse}})

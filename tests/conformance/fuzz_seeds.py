@@ -1,0 +1,117 @@
+"""Resources for the schema fuzzer to find: one of each kind, made through the API before the
+run, so that generated requests reach the handlers behind the ids (not only their 404s)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import requests
+
+from tests.support.app_fixtures import ADMIN_KEY, API_KEY
+
+MODEL = "maestrale-echo"
+BATCH_LINE = b'{"custom_id": "1", "body": {"messages": [{"role": "user", "content": "hi"}]}}\n'
+JUDGE = {
+    "name": "tone",
+    "description": "judges the tone",
+    "model_name": MODEL,
+    "output": {
+        "type": "CLASSIFICATION",
+        "options": [{"value": "polite", "description": "courteous"}],
+    },
+    "instructions": "Is the assistant polite?",
+    "tools": [],
+}
+
+
+def _created(response: requests.Response) -> dict[str, Any]:
+    assert response.status_code in (200, 201), (response.request.url, response.text)
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _recorded_event(client: requests.Session, headers: dict[str, str]) -> str:
+    """The id of the first chat completion event, once the accounting has written it."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = _created(
+            client.post(
+                "/v1/observability/chat-completion-events/search-ids",
+                json={"search_params": {"filters": None}},
+                headers=headers,
+            )
+        )["completion_event_ids"]
+        if found:
+            return str(found[0])
+        assert time.monotonic() < deadline, "the chat completion event was not recorded"
+        time.sleep(0.05)
+
+
+def seed(client: requests.Session) -> dict[str, str]:
+    """The ids of the made resources, by the name of the path parameter that takes them."""
+    std = {"Authorization": f"Bearer {API_KEY}"}
+    adm = {"x-api-key": ADMIN_KEY}
+
+    def post(path: str, body: Any, headers: dict[str, str] = std) -> dict[str, Any]:
+        return _created(client.post(path, json=body, headers=headers))
+
+    file_id = _created(
+        client.post(
+            "/v1/files",
+            files={"file": ("batch.jsonl", BATCH_LINE)},
+            data={"purpose": "batch"},
+            headers=std,
+        )
+    )["id"]
+    agent = post("/v1/agents", {"model": MODEL, "name": "fuzz", "instructions": "be brief"})
+    conversation = post("/v1/conversations", {"model": MODEL, "inputs": "hello"})
+    job = post(
+        "/v1/batch/jobs",
+        {"input_files": [file_id], "endpoint": "/v1/chat/completions", "model": MODEL},
+    )
+    post("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    event_id = _recorded_event(client, std)
+    dataset = post("/v1/observability/datasets", {"name": "fuzz", "description": ""})
+    record = post(
+        f"/v1/observability/datasets/{dataset['id']}/records",
+        {"payload": {"messages": [{"role": "user", "content": "hi"}]}, "properties": {}},
+    )
+    judge = post("/v1/observability/judges", JUDGE)
+    campaign = post(
+        "/v1/observability/campaigns",
+        {
+            "search_params": {"filters": None},
+            "judge_id": judge["id"],
+            "name": "fuzz",
+            "description": "",
+            "max_nb_events": 1,
+        },
+    )
+    users = post(
+        "/v1/admin/users",
+        [{"email": "fuzz@example.com", "first_name": "F", "last_name": "Z"}],
+        adm,
+    )
+    user_id = users["email_to_user_id"]["fuzz@example.com"]
+    workspace = post("/v1/admin/workspaces", {"name": "fuzz", "admin_user_id": user_id}, adm)
+    group = post("/v1/admin/user-groups", {"name": "fuzz"}, adm)
+    key = post("/v1/admin/api-keys", {"user_id": user_id, "workspace_uuid": workspace["uuid"]}, adm)
+    return {
+        "file_id": file_id,
+        "agent_id": agent["id"],
+        "version": "0",
+        "conversation_id": conversation["conversation_id"],
+        "job_id": job["id"],
+        "model_id": MODEL,
+        "dataset_id": dataset["id"],
+        "dataset_record_id": record["id"],
+        "judge_id": judge["id"],
+        "campaign_id": campaign["id"],
+        "event_id": event_id,
+        "field_name": "model",
+        "user_id": user_id,
+        "workspace_uuid": workspace["uuid"],
+        "group_uuid": group["uuid"],
+        "key_id": key["key_id"],
+    }
