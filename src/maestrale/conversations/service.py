@@ -22,6 +22,7 @@ from maestrale.conversations.schemas import (
     ConversationStart,
     UsageOut,
 )
+from maestrale.conversations.shapes import describe, listing_json
 from maestrale.conversations.tables import Conversation
 from maestrale.conversations.turn import EMPTY, TurnPrefix
 from maestrale.conversations.turns import (
@@ -51,38 +52,8 @@ def new_conversation_id() -> str:
     return "conv_" + new_id().replace("-", "")
 
 
-def describe(row: Conversation) -> dict[str, Any]:
-    """The AgentConversation or ModelConversation shape (told apart by `agent_id` / `model`)."""
-    common = {
-        "object": "conversation",
-        "id": row.id,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "name": row.name,
-        "description": row.description,
-        "metadata": row.meta,
-    }
-    if row.agent_id is not None:
-        return {**common, "agent_id": row.agent_id, "agent_version": row.agent_version}
-    return {
-        **common,
-        "model": row.model,
-        "instructions": row.instructions,
-        "tools": row.tools,
-        "completion_args": row.completion_args,
-        "guardrails": row.guardrails,
-    }
-
-
 def guardrail_key(config: dict[str, Any]) -> str:
     return orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def listing_json(kind: str, conversation_id: str, field: str, texts: list[str]) -> bytes:
-    """A history body, its entries spliced in as stored (each a JSON object written by this
-    server): parsing and re-encoding thousands of entries was most of the cost of a read."""
-    head = orjson.dumps({"object": kind, "conversation_id": conversation_id})
-    return b"".join((head[:-1], b',"', field.encode(), b'":[', ",".join(texts).encode(), b"]}"))
 
 
 @dataclass(slots=True)
