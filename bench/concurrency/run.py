@@ -57,6 +57,7 @@ def start_server(
         {
             "MAESTRALE_LOG_LEVEL": "WARNING",
             "MAESTRALE_BOOTSTRAP_API_KEY": KEY,
+            "MAESTRALE_WORKERS": "1",  # the figures of one process
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -19,17 +19,17 @@ from sqlalchemy import text
 from maestrale import __version__
 from maestrale.api import api_router
 from maestrale.config import Settings, make_data_dir
-from maestrale.core.auth.bootstrap import bootstrap
+from maestrale.core.auth.bootstrap import first_start
 from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.errors import install_error_handlers
-from maestrale.core.metrics import Metrics
+from maestrale.core.metrics import Metrics, merge
 from maestrale.core.middleware import RequestContextMiddleware
 from maestrale.core.migrate import upgrade_async
 from maestrale.core.websocket import websocket_not_found
 from maestrale.dependencies import app_services
 from maestrale.observability import errors as observability_errors
-from maestrale.services import Services, open_services, secret_value
+from maestrale.services import Services, open_services
 
 log = logging.getLogger("maestrale")
 
@@ -66,6 +66,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with open_services(settings) as services:
         app.state.services = services
         metrics: Metrics = app.state.metrics
+        if services.hub is not None:  # the scraped process gathers every process's metrics
+            services.hub.answer("metrics.collect", metrics.render)
         metrics.add_counter(
             "maestrale_accounting_rows_rejected",
             "usage and event rows the database refused, written scrubbed or dropped",
@@ -91,20 +93,12 @@ class _Background:
 async def _serve(services: Services) -> _Background:
     """First-start bootstrap, then the background tasks of a serving process."""
     settings = services.settings
-    async with services.db.session() as session:
-        created = await bootstrap(
-            session,
-            api_key=secret_value(settings.bootstrap_api_key),
-            admin_key=secret_value(settings.bootstrap_admin_key),
-            keys_file=settings.data_dir / "bootstrap-keys",
-        )
-    if created is not None:
-        log.info("created the default organization and workspace %s", created.workspace_id)
+    await first_start(services.db, settings)
     background = _Background()
     background.tasks.append(
         asyncio.create_task(_key_usage_loop(services, background.key_usage_lock), name="key-usage")
     )
-    if services.redis is not None:
+    if services.invalidator.bus is not None:
         subscribed = asyncio.Event()
         background.tasks.append(
             asyncio.create_task(services.invalidator.listen(subscribed), name="invalidation")
@@ -183,11 +177,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         @app.get("/metrics", tags=["service"], include_in_schema=False)
         async def metrics(request: Request) -> Response:
             """Prometheus metrics: request counts and latency histograms by route and status,
-            accounting rows rejected. Keyless unless `metrics_access` is `admin`."""
+            accounting rows rejected; of every process of a `serve --workers`. Keyless unless
+            `metrics_access` is `admin`."""
             if settings.metrics_access == "admin":
                 await admin_principal(request)
             registry: Metrics = request.app.state.metrics
-            return Response(registry.render(), media_type=registry.content_type)
+            hub = app_services(request).hub
+            body = merge(await hub.call("metrics.gather")) if hub else registry.render()
+            return Response(body, media_type=registry.content_type)
 
     app.add_middleware(
         RequestContextMiddleware,

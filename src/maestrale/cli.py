@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--models", type=Path, help="TOML model catalog merged over the defaults")
     serve.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="server processes (default: one per usable CPU, at most 4; also MAESTRALE_WORKERS)",
+    )
 
     worker = sub.add_parser("worker", help="run a job worker (any number, on any machine)")
     _common(worker)
@@ -99,26 +104,15 @@ def _settings(args: argparse.Namespace) -> Settings:
         port=getattr(args, "port", None),
         models=getattr(args, "models", None),
         worker=False if getattr(args, "no_worker", False) else None,
+        workers=getattr(args, "workers", None),
         worker_concurrency=getattr(args, "concurrency", None),
     )
 
 
-def _serve(settings: Settings) -> None:
-    import uvicorn
+def _serve(settings: Settings) -> int:
+    from maestrale.processes.supervisor import serve
 
-    from maestrale.app import create_app
-
-    config = uvicorn.Config(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=10,
-    )
-    uvicorn.Server(config).run()
+    return serve(settings)
 
 
 async def _worker(settings: Settings, imports: list[str]) -> None:
@@ -173,10 +167,11 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                     print(f"no active key with id {args.key_id}", file=sys.stderr)
                     return 1
                 await _audit_key(session, args.key_id, "api_key.delete")
-                await session.commit()  # then tell the running replicas (with Redis)
-                from maestrale.core.auth.invalidation import Invalidation, publish_once
+                await session.commit()  # then tell the running servers
+                from maestrale.core.auth.invalidation import Invalidation
+                from maestrale.processes.bus import publish_once
 
-                await publish_once(settings.redis_url, [Invalidation("key", args.key_id)])
+                await publish_once(settings, [Invalidation("key", args.key_id)])
                 print(f"revoked {args.key_id}")
                 return 0
             ws = (
@@ -240,8 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level, settings.log_json)
     if args.command == "serve":
-        _serve(settings)
-        return 0
+        return _serve(settings)
     if args.command == "worker":
         asyncio.run(_worker(settings, args.imports))
         return 0

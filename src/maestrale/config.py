@@ -59,6 +59,16 @@ class Settings(BaseSettings):
     bootstrap_admin_key: SecretStr | None = None
 
     auto_migrate: bool = Field(default=True, description="apply migrations when serving starts")
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="server processes of `serve`; default: one per usable CPU, at most 4",
+    )
+    hub_socket: Path | None = Field(
+        default=None,
+        description="set by `serve` for its server processes: the socket of their hub",
+    )
     worker: bool = Field(default=True, description="run the in-process job worker in `serve`")
     worker_concurrency: int = Field(default=4, ge=1, le=256)
     job_lease_seconds: float = Field(default=30.0, gt=0)
@@ -209,3 +219,9 @@ def make_data_dir(path: Path) -> None:
     """Create the data dir private to its owner, or make an existing one private (mode 0700):
     it holds the database, the blobs and the bootstrap keys."""
     private_dir(path)
+
+
+def secret_value(value: object) -> str | None:
+    """The text of a `SecretStr` setting, or None when unset."""
+    getter = getattr(value, "get_secret_value", None)
+    return getter() if getter else None

@@ -7,24 +7,31 @@ storage, the server secret and the job registry. `serve` opens them in its lifes
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from maestrale.accounting.recorder import Recorder
 from maestrale.catalog.config import load_catalog
-from maestrale.config import Settings
+from maestrale.config import Settings, secret_value
 from maestrale.conversations.histories import Histories
 from maestrale.core.auth.cache import KeyCache
-from maestrale.core.auth.invalidation import Invalidator
+from maestrale.core.auth.invalidation import Bus, Invalidator, RedisBus
 from maestrale.core.blobs import BlobStore, LocalBlobStore
 from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobRegistry
 from maestrale.core.signing import load_or_create_secret
-from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.registry import EngineFactory, EngineRegistry
 from maestrale.gateway.gateway import Gateway
 from maestrale.limits.setup import Limits, build_limits, redis_client
+from maestrale.processes.client import HubClient
+
+log = logging.getLogger("maestrale.services")
 
 
 @dataclass(slots=True)
@@ -41,6 +48,7 @@ class Services:
     blobs: BlobStore
     secret_key: bytes
     histories: Histories
+    hub: HubClient | None = None
     job_registry: JobRegistry = field(default_factory=JobRegistry)
 
 
@@ -60,29 +68,31 @@ def make_blob_store(settings: Settings) -> BlobStore:
     return LocalBlobStore(settings.resolved_blob_dir)
 
 
-def secret_value(value: object) -> str | None:
-    """The text of a `SecretStr` setting, or None when unset."""
-    getter = getattr(value, "get_secret_value", None)
-    return getter() if getter else None
-
-
 @asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
     """Build every long-lived object of a process (a batch line counts against the same limits
     as a live call, whichever process runs it); on exit, flush the accounting and close them."""
     from maestrale.jobs import build_registry
 
+    hub = await connect_hub(settings.hub_socket) if settings.hub_socket else None
     db = Database(
         settings.resolved_database_url,
         pool_size=settings.database_pool_size,
         strict=settings.strict_connections,
     )
-    engines = EngineRegistry(load_catalog(settings.models))
+    engines = EngineRegistry(
+        load_catalog(settings.models), await hosted_engines(hub) if hub else None
+    )
     recorder = Recorder(db, interval=settings.accounting_flush_seconds)
     redis = redis_client(settings.redis_url)
     key_cache = KeyCache(settings.auth_cache_ttl)
-    invalidator = Invalidator(key_cache, redis)
-    limits = build_limits(settings, db, redis)
+    bus: Bus | None = RedisBus(redis) if redis is not None else None
+    if bus is None and hub is not None:
+        from maestrale.processes.bus import HubBus
+
+        bus = HubBus(hub)
+    invalidator = Invalidator(key_cache, bus)
+    limits = build_limits(settings, db, redis, hub)
     invalidator.subscribe_local(limits.provider.on_invalidation)
     services = Services(
         settings=settings,
@@ -97,6 +107,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         blobs=make_blob_store(settings),
         secret_key=load_or_create_secret(settings.data_dir, secret_value(settings.secret_key)),
         histories=Histories(),
+        hub=hub,
     )
     services.job_registry = build_registry(services)
     recorder.start()
@@ -108,4 +119,27 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         if redis is not None:
             with contextlib.suppress(Exception):
                 await redis.aclose()
+        if hub is not None:
+            await hub.aclose()
         await db.dispose()
+
+
+async def connect_hub(path: Path) -> HubClient:
+    """The connection of a server process of `serve --workers` to its supervisor's hub. Losing it
+    means the supervisor is gone: the process then stops as on SIGTERM (it would be left with
+    limits and engines it can no longer reach)."""
+    hub = await HubClient.connect(path)
+
+    def lost() -> None:
+        log.error("lost the connection to the supervisor's hub; stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    hub.on_lost = lost
+    return hub
+
+
+async def hosted_engines(hub: HubClient) -> dict[str, EngineFactory]:
+    """The engine factories of a server process with a hub: proxies of the engines it hosts."""
+    from maestrale.processes.engines import remote_factories
+
+    return remote_factories(hub, await hub.call("engines.describe"))

@@ -35,10 +35,20 @@ async def redis_client() -> AsyncIterator[Any]:
     await client.aclose()
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def counters(request: pytest.FixtureRequest) -> AsyncIterator[CounterBackend]:
+@pytest.fixture(params=["memory", "redis", "hub"])
+async def counters(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[CounterBackend]:
     if request.param == "memory":
         yield MemoryCounters(reservation_ttl=0.3)
+        return
+    if request.param == "hub":  # the processes of `serve --workers`: the hub's memory counters
+        from maestrale.processes.counters import HubCounters, counter_handlers
+        from tests.processes.hubs import running_hub
+
+        handlers = counter_handlers(MemoryCounters(reservation_ttl=0.3))
+        async with running_hub(tmp_path_factory.mktemp("hub"), handlers) as (_, hub):
+            yield HubCounters(hub)
         return
     url = redis_url()
     if not url:

@@ -1,7 +1,7 @@
-"""Two `maestrale serve` replicas on one Postgres and one Redis share one budget: together they
-allow the configured rate and spend (not twice them), and a key deleted on one replica is refused
-by both within a second. Caches are given a 30 s TTL so that only the Redis channel can explain
-how fast the other replica sees a change."""
+"""Two `maestrale serve --workers 2` replicas on one Postgres and one Redis share one budget:
+together they allow the configured rate and spend (not twice them), and a key deleted on one
+replica is refused by both within a second. Caches are given a 30 s TTL so that only the Redis
+channel can explain how fast the other replica sees a change."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replicas]:
         "MAESTRALE_LIMITS_CACHE_TTL": "30",
         "MAESTRALE_LIMITS": f'{{"requests_per_second": {RPS}}}',
         "MAESTRALE_LOG_LEVEL": "WARNING",
+        "MAESTRALE_WORKERS": "2",  # each replica two processes: four share the budget
     }
     procs = []
     try:

@@ -28,6 +28,8 @@ def start_server(
         **os.environ,
         "MAESTRALE_BOOTSTRAP_API_KEY": API_KEY,
         "MAESTRALE_BOOTSTRAP_ADMIN_KEY": ADMIN_KEY,
+        # One process unless a test asks for more (tests/processes runs several).
+        "MAESTRALE_WORKERS": "1",
         **(env or {}),
     }
     log_path = data_dir.parent / f"server-{port}.log"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -71,3 +72,40 @@ class Metrics:
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))
+
+
+def merge(expositions: Iterable[bytes]) -> bytes:
+    """The metrics of several processes of one server as one: counters and histograms (all this
+    server has) are added up series by series; a `_created` timestamp is the earliest."""
+    families: dict[str, Metric] = {}
+    values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for text in expositions:
+        for family in text_string_to_metric_families(text.decode()):
+            merged = families.setdefault(
+                family.name, Metric(family.name, family.documentation, family.type)
+            )
+            for sample in family.samples:
+                key = (sample.name, tuple(sorted(sample.labels.items())))
+                if key not in values:
+                    merged.samples.append(sample)
+                    values[key] = sample.value
+                elif sample.name.endswith("_created"):
+                    values[key] = min(values[key], sample.value)
+                else:
+                    values[key] += sample.value
+    for family in families.values():
+        family.samples = [
+            sample._replace(value=values[(sample.name, tuple(sorted(sample.labels.items())))])
+            for sample in family.samples
+        ]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(list(families.values())))
+    return bytes(generate_latest(registry))
+
+
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)

@@ -41,9 +41,9 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def common_errors(path: str, methods: Iterable[str] | None) -> tuple[int, ...]:
-    """The errors every route of its shape can answer, whatever its handler does: a bad URL
-    (NUL, an integer past 64 bits) or parameter (400), no valid key (401), an id that names
-    nothing (404, for a path with parameters), a body past its limit (413)."""
+    """The errors every route of its shape can answer, whatever its handler does: a URL with
+    NUL or a parameter out of range (400), no valid key (401), an id that names nothing (404,
+    for a path with parameters), a body past its limit (413)."""
     statuses = [400, 401]
     if "{" in path:
         statuses.append(404)

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.admin.audit import audit_entry
 from maestrale.config import Settings
-from maestrale.core.auth.invalidation import Invalidation, publish_once
+from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.auth.repository import TenancyRepository
 from maestrale.core.auth.tables import Organization
 from maestrale.core.db import Database
@@ -139,7 +139,9 @@ async def run(settings: Settings, args: argparse.Namespace) -> int:
                     after=orjson.loads(_as_json(after, org_id)),
                 )
             )
-        await publish_once(settings.redis_url, [Invalidation("limits", org_id)])
+        from maestrale.processes.bus import publish_once
+
+        await publish_once(settings, [Invalidation("limits", org_id)])
         sys.stdout.write(_as_json(after, org_id).decode() + "\n")
         return 0
     finally:

@@ -30,15 +30,20 @@ class Limits:
     hook: LimitsHook
 
 
-def build_limits(settings: Settings, db: Database, redis: Any | None) -> Limits:
-    """In-process counters on one node; Redis counters (one shared budget) when configured.
+def build_limits(settings: Settings, db: Database, redis: Any | None, hub: Any = None) -> Limits:
+    """In-process counters on one node; Redis counters (one shared budget) when configured; the
+    hub's in-process counters for the processes of one `serve --workers` without Redis.
 
     Any process whose gateway calls models (API replicas, standalone batch workers) should
     register `hook` so that every call counts against the same limits.
     """
     provider = LimitsProvider(db, settings.limits, settings.limits_cache_ttl)
     counters: CounterBackend
-    if redis is None:
+    if redis is None and hub is not None:
+        from maestrale.processes.counters import HubCounters
+
+        counters = HubCounters(hub)
+    elif redis is None:
         counters = MemoryCounters(reservation_ttl=settings.limits_reservation_ttl)
     else:
         from maestrale.limits.redis_counters import RedisCounters

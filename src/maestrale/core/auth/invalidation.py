@@ -1,11 +1,11 @@
 """Cache invalidation across replicas: revoked keys, archived workspaces, changed limits.
 
 Every replica keeps verified keys and organizations' limits in memory (no database read on the
-hot path). A change is applied to the local caches after its transaction committed and, when
-Redis is configured, published on one channel that every replica listens to, so a deleted key is
-refused by all replicas at once. Without Redis the caches' TTL (1 s by default) bounds the delay.
-A replica that loses its subscription clears its caches when it resubscribes (it may have missed
-messages meanwhile).
+hot path). A change is applied to the local caches after its transaction committed and published
+on a bus that every process listens to, so a deleted key is refused by all of them at once: a
+Redis channel across machines, or the hub of `serve --workers` among the processes of one
+machine. Without either the caches' TTL (1 s by default) bounds the delay. A replica that loses
+its subscription clears its caches when it resubscribes (it may have missed messages meanwhile).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
@@ -33,10 +33,23 @@ class Invalidation:
     id: str | None = None
 
 
+class Bus(Protocol):
+    """Carries invalidations to the other processes."""
+
+    async def publish(self, payload: bytes) -> None: ...
+
+    async def listen(
+        self, deliver: Callable[[bytes], None], resync: Callable[[], None], ready: asyncio.Event
+    ) -> None:
+        """Hand every message of the other processes to `deliver` until cancelled; call `resync`
+        when messages may have been missed; set `ready` once subscribed."""
+        ...
+
+
 class Invalidator:
-    def __init__(self, key_cache: KeyCache, redis: Any | None = None) -> None:
+    def __init__(self, key_cache: KeyCache, bus: Bus | None = None) -> None:
         self.key_cache = key_cache
-        self.redis = redis
+        self.bus = bus
         self._listeners: list[Callable[[Invalidation], None]] = []
 
     def subscribe_local(self, listener: Callable[[Invalidation], None]) -> None:
@@ -60,10 +73,10 @@ class Invalidator:
             return
         for item in batch:
             self.apply(item)
-        if self.redis is not None:
+        if self.bus is not None:
             payload = orjson.dumps([{"kind": i.kind, "id": i.id} for i in batch])
             try:
-                await self.redis.publish(CHANNEL, payload)
+                await self.bus.publish(payload)
             except Exception:
                 # The change is committed; other replicas still see it within the cache TTL.
                 log.exception("could not publish %d invalidations", len(batch))
@@ -79,8 +92,24 @@ class Invalidator:
             log.warning("ignored a malformed invalidation message")
 
     async def listen(self, ready: asyncio.Event) -> None:
-        """Receive other replicas' invalidations until cancelled; resubscribe after failures."""
-        assert self.redis is not None
+        """Receive the other processes' invalidations until cancelled."""
+        assert self.bus is not None
+        await self.bus.listen(self._receive, lambda: self.apply(Invalidation("all")), ready)
+
+
+class RedisBus:
+    """Invalidations on one Redis channel that every replica subscribes to."""
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+
+    async def publish(self, payload: bytes) -> None:
+        await self.redis.publish(CHANNEL, payload)
+
+    async def listen(
+        self, deliver: Callable[[bytes], None], resync: Callable[[], None], ready: asyncio.Event
+    ) -> None:
+        """Resubscribe after failures, with a backoff."""
         backoff = 0.1
         first = True
         while True:
@@ -88,13 +117,13 @@ class Invalidator:
             try:
                 await pubsub.subscribe(CHANNEL)
                 if not first:
-                    self.apply(Invalidation("all"))  # messages may have been missed meanwhile
+                    resync()  # messages may have been missed meanwhile
                 first = False
                 ready.set()
                 backoff = 0.1
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        self._receive(message["data"])
+                        deliver(message["data"])
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -104,17 +133,3 @@ class Invalidator:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
-
-
-async def publish_once(redis_url: str | None, items: Iterable[Invalidation]) -> None:
-    """From a command-line process: tell the running replicas (no-op without Redis; they then
-    see the change within their cache TTL)."""
-    if not redis_url:
-        return
-    from redis.asyncio import Redis
-
-    redis = Redis.from_url(redis_url)
-    try:
-        await Invalidator(KeyCache(0), redis).publish(items)
-    finally:
-        await redis.aclose()
