@@ -28,8 +28,10 @@ Behaviour:
   prefix/suffix/middle (PSM); otherwise (SmolLM2 has none) the prompt is continued as plain text
   and the suffix is not seen by the model. `min_tokens` is not supported and is ignored.
 - Reproducibility: a request with a seed (or temperature 0) has its prompt evaluated from
-  scratch, so that its answer does not depend on the request before it; other requests reuse the
-  longest prompt prefix still in llama.cpp's cache (faster for growing conversations).
+  scratch, so that its answer does not depend on the request before it, unless its prompt is the
+  one last evaluated from scratch (a repeated request, the next of `n` choices): that evaluation
+  is still in llama.cpp's cache, exactly, and is reused (see `llama_prompt`). Other requests reuse
+  the longest prompt prefix still in the cache (faster for growing conversations).
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
 - `logprob(prompt, continuation)` scores a continuation of a plain-text prompt. The platform API
   has no log-probabilities; this is for tests and diagnostics, which must check what the model
@@ -197,7 +199,7 @@ class LlamaCppEngine:
                 f"model's context holds {model.n_ctx} tokens",
                 code="context_length_exceeded",
             )
-        return continuation_logprob(llm, context, following)
+        return continuation_logprob(model, context, following)
 
     def _chat_job(self, request: ChatRequest) -> _Job:
         model = self._model()
@@ -297,7 +299,7 @@ class LlamaCppEngine:
             outcome = Outcome()
             parts: list[str] = []
             sampling = self._sampling(job, index, model.n_ctx - len(job.prompt))
-            for piece in generate(model.llm, model.vocab, job.prompt, sampling, cancel, outcome):
+            for piece in generate(model, job.prompt, sampling, cancel, outcome):
                 parts.append(piece)
                 if emit is not None:
                     emit(ChatChunk(index=index, delta={"content": piece}))

