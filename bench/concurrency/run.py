@@ -38,7 +38,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.gateway.run import _stop, _wait_http, free_port
+from bench.gateway.processes import free_port, stop_process, wait_http
 from tests.support.databases import POSTGRES_ENV, create_postgres_database, drop_postgres_database
 
 KEY = "msk_bench_concurrency_key_0123456789abcdefghijklmnop"
@@ -71,7 +71,7 @@ def start_server(
     cmd += ["--data-dir", str(data), "--no-worker"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    _wait_http(f"http://127.0.0.1:{port}/health", proc, "maestrale serve", log, 90)
+    wait_http(f"http://127.0.0.1:{port}/health", proc, "maestrale serve", log, 90)
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -167,7 +167,7 @@ async def run(label: str, database_url: str | None, args: argparse.Namespace) ->
         try:
             await load(base, args.appends, args.sleep_ms)
         finally:
-            _stop(proc, "plain")
+            stop_process(proc, "plain")
 
 
 async def main() -> None:

@@ -6,10 +6,12 @@ import asyncio
 from datetime import timedelta
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
 from maestrale.core.auth.keys import hash_key
+from maestrale.core.auth.principal import Principal
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.auth.tables import ApiKey, Workspace
 from maestrale.core.clock import utcnow
@@ -123,3 +125,23 @@ async def test_last_used_is_recorded_off_the_request_path(
             await session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
         ).scalar_one()
         assert row.last_used_at is not None
+
+
+async def test_concurrent_requests_of_an_uncached_key_read_it_once(
+    app: FastAPI, other: TenantKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hot path: a burst of requests with a key not in memory (start-up, or its entry gone
+    stale) waits for one read of the key, not one each (which took the pool's connections)."""
+    reads = 0
+    read = KeyRepository.principal_for_hash
+
+    async def counted(self: KeyRepository, key_hash: str) -> Principal | None:
+        nonlocal reads
+        reads += 1
+        return await read(self, key_hash)
+
+    monkeypatch.setattr(KeyRepository, "principal_for_hash", counted)
+    async with make_client(app, other.key) as c:
+        responses = await asyncio.gather(*(c.get("/v1/models") for _ in range(10)))
+    assert [r.status_code for r in responses] == [200] * 10
+    assert reads == 1

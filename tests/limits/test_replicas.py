@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support import databases
-from tests.support.app_fixtures import ADMIN_KEY, API_KEY
+from tests.support.app_fixtures import ADMIN_KEY, API_KEY, create_owner_key
 from tests.support.live import start_server, stop_server
 
 REDIS = os.environ.get("MAESTRALE_TEST_REDIS_URL")
@@ -194,15 +194,7 @@ async def test_deleted_key_is_refused_by_both_replicas_within_a_second(
 ) -> None:
     admin = httpx.AsyncClient(base_url=replicas.urls[0], headers={"x-api-key": ADMIN_KEY})
     async with admin:
-        users = (await admin.get("/v1/admin/users")).json()["members"]
-        owner = next(u["uuid"] for u in users if u["email"] == "owner@localhost")
-        spaces = (await admin.get("/v1/admin/workspaces")).json()["items"]
-        default = next(w["uuid"] for w in spaces if w["is_default"])
-        created = (
-            await admin.post(
-                "/v1/admin/api-keys", json={"user_id": owner, "workspace_uuid": default}
-            )
-        ).json()
+        created = await create_owner_key(admin)
         a, b = _clients(replicas, created["key"])
         async with a, b:
             # the new key works at once on both replicas (and is now cached by both)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -103,3 +104,22 @@ def test_two_processes_serve_share_revocations_and_stop_together(tmp_path: Path)
     finally:
         if proc.poll() is None:
             stop_server(proc)
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        command = ["serve", "--workers", "2", "--port", str(port)]
+        ran = subprocess.run(
+            [sys.executable, "-m", "maestrale", *command, "--data-dir", str(tmp_path / "data")],
+            env={**os.environ, "MAESTRALE_LOG_JSON": "false"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert ran.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in ran.stderr
+    assert "Traceback" not in ran.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -40,6 +41,21 @@ def test_settings(database_url: str, data_dir: Path, **overrides: object) -> Set
     }
     values.update(overrides)
     return Settings.model_validate(values)
+
+
+async def create_owner_key(admin: httpx.AsyncClient) -> dict[str, Any]:
+    """A new standard key of the owner in the default workspace, through the admin API (`admin`
+    sends an admin key): the created key's JSON, with `key` and `key_id`."""
+    users = (await admin.get("/v1/admin/users")).json()["members"]
+    owner = next(u["uuid"] for u in users if u["email"] == "owner@localhost")
+    spaces = (await admin.get("/v1/admin/workspaces")).json()["items"]
+    default = next(w["uuid"] for w in spaces if w["is_default"])
+    created = await admin.post(
+        "/v1/admin/api-keys", json={"user_id": owner, "workspace_uuid": default}
+    )
+    assert created.status_code in (200, 201), created.text
+    body: dict[str, Any] = created.json()
+    return body
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
 """The background writer of usage records and chat completion events.
 
 The request path only appends a row to an in-memory buffer (no I/O, no await); a background task
-writes the buffer in one transaction every `interval` seconds (0.25 s by default, so a call is
-durable within a second), and `close()` writes what is left at shutdown. A write that fails
-because the database is unreachable or busy is retried on the next tick, the buffer bounded so
-that a long outage cannot exhaust memory (the oldest rows are dropped then, and counted in the
-log).
+writes the buffer every `interval` seconds (0.25 s by default, so a call is durable within a
+second), and `close()` writes what is left at shutdown. A write that fails because the database
+is unreachable or busy is retried on the next tick, the buffer bounded so that a long outage
+cannot exhaust memory (the oldest rows are dropped then, and counted in the log).
 
 Any other failure is blamed on the rows, never on the whole buffer: one row that cannot be
 written (NUL characters Postgres refuses, JSON orjson cannot serialise, a value out of a column's
@@ -13,6 +12,15 @@ range, whatever the exception) must not hold back every row behind it, for every
 ever. The batch is split in halves until the bad rows are alone; each is written again scrubbed
 (`scrub_row`), and dropped if even that fails. Both are counted (`rejected`, exposed in
 /metrics) and logged without their content.
+
+What the write costs the event loop (DESIGN §8: the loop serves the requests): a flush is cut
+into transactions of at most BATCH_ROWS rows of each table, each table's rows written by one
+statement that takes them as one JSON parameter (`bulk`: one orjson call a row, the database
+does the rest). On a SQLite file the transactions run on a thread and a connection of their own
+(`SqliteWriter`), rows serialised there: the loop only hands the lists over. On Postgres the
+loop serialises one batch at a time (~1 ms) and awaits its statement.
+Durability is unchanged: a clean shutdown writes every row; a crash loses the rows of the last
+`interval` seconds and of a write under way, as before.
 """
 
 from __future__ import annotations
@@ -20,17 +28,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
+import sqlite3
 from collections import Counter
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
-from sqlalchemy import insert
+from sqlalchemy import Table, text
 from sqlalchemy.exc import DataError, DBAPIError, DisconnectionError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from maestrale.accounting.bulk import BATCH_ROWS, BulkInsert, batches
+from maestrale.accounting.scrub import scrub_row
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.db import Database, is_data_error
-from maestrale.core.validation import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH
+from maestrale.core.sqlite_writer import SqliteWriter
 from maestrale.observability.events.tables import ChatCompletionEvent
 
 log = logging.getLogger("maestrale.accounting")
@@ -39,6 +50,12 @@ MAX_BUFFERED = 200_000
 
 USAGE, EVENTS = "usage", "events"
 _TABLES = (USAGE, EVENTS)
+_BULK = {
+    USAGE: BulkInsert(cast(Table, UsageRecord.__table__)),
+    EVENTS: BulkInsert(cast(Table, ChatCompletionEvent.__table__)),
+}
+
+Rows = list[dict[str, Any]]
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -58,10 +75,13 @@ class Recorder:
     def __init__(self, db: Database, *, interval: float = 0.25) -> None:
         self.db = db
         self.interval = interval
-        self._usage: list[dict[str, Any]] = []
-        self._events: list[dict[str, Any]] = []
+        self._sqlite = db.is_sqlite
+        self._usage: Rows = []
+        self._events: Rows = []
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        sqlite_file = db.sqlite_file
+        self._writer = SqliteWriter(sqlite_file) if sqlite_file else None
         # (table, "scrubbed" | "dropped") → rows: what /metrics reports.
         self.rejected: Counter[tuple[str, ...]] = Counter(
             {(table, outcome): 0 for table in _TABLES for outcome in ("scrubbed", "dropped")}
@@ -78,6 +98,16 @@ class Recorder:
             del self._events[:drop]
             log.error("accounting buffer full: dropped the %d oldest rows", drop)
 
+    def _rejected(self, table: str, outcome: str, error: BaseException) -> None:
+        self.rejected[(table, outcome)] += 1
+        log.error(
+            "accounting: a %s row could not be written (%s: %s); %s",
+            table,
+            type(error).__name__,
+            _reason(error),
+            outcome,
+        )
+
     @property
     def pending(self) -> int:
         return len(self._usage) + len(self._events)
@@ -85,47 +115,58 @@ class Recorder:
     async def flush(self) -> None:
         async with self._lock:
             usage, events = self._usage, self._events
-            if not usage and not events:
-                return
             self._usage, self._events = [], []
-            try:
-                await self._write(usage, events)
-                return
-            except Exception as exc:
-                if is_transient(exc):
-                    self._put_back(usage, events)
-                    raise
-            # Some row is bad: each table on its own, the bad rows isolated.
-            left, failure = await self._isolate(USAGE, usage)
-            if failure is not None:
-                self._put_back(left, events)
-                raise failure
-            left, failure = await self._isolate(EVENTS, events)
-            if failure is not None:
-                self._put_back([], left)
-                raise failure
+            for start in range(0, max(len(usage), len(events)), BATCH_ROWS):
+                end = start + BATCH_ROWS
+                left, failure = await self._write_batch(usage[start:end], events[start:end])
+                if failure is not None:
+                    self._put_back(left[0] + usage[end:], left[1] + events[end:])
+                    raise failure
 
-    def _put_back(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    async def _write_batch(
+        self, usage: Rows, events: Rows
+    ) -> tuple[tuple[Rows, Rows], Exception | None]:
+        """One transaction of at most BATCH_ROWS rows of each table, bad rows isolated. When the
+        database fails (transiently): the rows left unwritten, and the failure."""
+        try:
+            await self._write(usage, events)
+            return ([], []), None
+        except Exception as exc:
+            if is_transient(exc):
+                return (usage, events), exc
+        # Some row is bad: each table on its own, the bad rows isolated.
+        left, failure = await self._isolate(USAGE, usage)
+        if failure is not None:
+            return (left, events), failure
+        left, failure = await self._isolate(EVENTS, events)
+        if failure is not None:
+            return ([], left), failure
+        return ([], []), None
+
+    def _put_back(self, usage: Rows, events: Rows) -> None:
         # In front of what was buffered meanwhile: written on the next tick, in order.
         self._usage[:0] = usage
         self._events[:0] = events
 
-    async def _write(self, usage: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
-        async with self.db.session() as session:
-            if usage:
-                await session.execute(insert(UsageRecord), usage)
-            if events:
-                await session.execute(insert(ChatCompletionEvent), events)
+    async def _write(self, usage: Rows, events: Rows) -> None:
+        """Write the rows of both tables in one transaction."""
+        if self._writer is not None:
+            await self._writer.transaction(partial(_insert_sqlite, usage, events))
+            return
+        async with self.db.session() as session:  # Postgres, or an in-memory SQLite
+            for table, rows in ((USAGE, usage), (EVENTS, events)):
+                bulk = _BULK[table]
+                sql = bulk.sqlite_sql.replace("?", ":rows") if self._sqlite else bulk.postgres_sql
+                for payload in batches(bulk, rows, sqlite=self._sqlite):
+                    await session.execute(text(sql), {"rows": payload})
 
-    async def _write_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+    async def _write_rows(self, table: str, rows: Rows) -> None:
         if table == USAGE:
             await self._write(rows, [])
         else:
             await self._write([], rows)
 
-    async def _isolate(
-        self, table: str, rows: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], Exception | None]:
+    async def _isolate(self, table: str, rows: Rows) -> tuple[Rows, Exception | None]:
         """Write `rows`, halving a batch that fails until its bad rows stand alone (a few
         transactions per bad row); a bad row is written scrubbed, or dropped. When the database
         itself fails meanwhile: the rows left unwritten (to be retried), and the failure."""
@@ -150,14 +191,7 @@ class Recorder:
                 if is_transient(exc):
                     return [row for part in (segment, *segments) for row in part], exc
                 outcome = "dropped"
-            self.rejected[(table, outcome)] += 1
-            log.error(
-                "accounting: a %s row could not be written (%s: %s); %s",
-                table,
-                type(error).__name__,
-                _reason(error),
-                outcome,
-            )
+            self._rejected(table, outcome, error)
         return [], None
 
     async def _run(self) -> None:
@@ -182,45 +216,23 @@ class Recorder:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.flush()  # takes the lock: a shielded write under way finishes first
+        try:
+            await self.flush()  # takes the lock: a shielded write under way finishes first
+        finally:
+            if self._writer is not None:
+                await self._writer.close()
+
+
+def _insert_sqlite(usage: Rows, events: Rows, conn: sqlite3.Connection) -> None:
+    # On the writer's thread, rows serialised here too: the loop only handed the lists over, and
+    # each execute releases the GIL while SQLite works.
+    for table, rows in ((USAGE, usage), (EVENTS, events)):
+        bulk = _BULK[table]
+        for payload in batches(bulk, rows, sqlite=True):
+            conn.execute(bulk.sqlite_sql, (payload,))
 
 
 def _reason(exc: BaseException) -> str:
     # The driver's or serialiser's own words, without the statement and its parameters.
     cause = getattr(exc, "orig", None) or exc
     return str(cause).split("\n", 1)[0][:200]
-
-
-def scrub_row(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with every value made storable: NUL characters (which Postgres cannot store) and
-    lone surrogates replaced, integers beyond 64 bits and numbers that are not finite written as
-    text, JSON nested too deep cut at its limit."""
-    return {key: _scrub(value, 0) for key, value in row.items()}
-
-
-def _scrub(value: Any, depth: int) -> Any:
-    if isinstance(value, str):
-        return _scrub_text(value)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value if INT64_MIN <= value <= INT64_MAX else str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, (list, tuple)):
-        if depth >= MAX_JSON_DEPTH:
-            return "[nested too deep]"
-        return [_scrub(item, depth + 1) for item in value]
-    if isinstance(value, dict):
-        if depth >= MAX_JSON_DEPTH:
-            return "{nested too deep}"
-        return {_scrub_text(str(key)): _scrub(item, depth + 1) for key, item in value.items()}
-    return value
-
-
-def _scrub_text(text: str) -> str:
-    text = text.replace("\x00", "\ufffd")
-    if text.isascii():
-        return text
-    # Lone surrogates (from `\ud800` escapes) become U+FFFD; valid pairs are kept.
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

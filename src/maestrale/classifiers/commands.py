@@ -10,7 +10,6 @@ from pathlib import Path
 
 from maestrale.catalog.config import CatalogError, load_catalog
 from maestrale.classifiers.embedder import registry_embedder
-from maestrale.classifiers.training import TrainingDataError, train_classifier
 from maestrale.config import Settings
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.types import EngineError
@@ -36,6 +35,9 @@ def add_parser(
 
 
 async def _train(settings: Settings, args: argparse.Namespace) -> int:
+    # numpy and the training code: imported by this command, not by every `maestrale serve`
+    from maestrale.classifiers.training import TrainingDataError, train_classifier
+
     registry = EngineRegistry(load_catalog(settings.models))
     try:
         artifact = await train_classifier(

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, DateTime, MetaData, event
+from sqlalchemy import JSON, DateTime, MetaData, event, make_url
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, DisconnectionError
@@ -208,6 +208,16 @@ class Database:
     @property
     def is_sqlite(self) -> bool:
         return is_sqlite(self.url)
+
+    @property
+    def sqlite_file(self) -> str | None:
+        """The file of a SQLite database; None on Postgres and for an in-memory SQLite."""
+        if not self.is_sqlite:
+            return None
+        database = make_url(self.url).database
+        if not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return database
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:

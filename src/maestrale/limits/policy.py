@@ -3,13 +3,13 @@ kept in memory for `ttl` seconds and dropped at once when changed (see invalidat
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.db import Database
+from maestrale.core.refresh_cache import RefreshingCache
 from maestrale.limits.repository import LimitsRepository
 from maestrale.limits.settings import LimitsConfig, ModelTokenLimits
 from maestrale.limits.tables import ModelTokenLimit, OrganizationLimits
@@ -80,27 +80,28 @@ async def load_limits(db: Database, config: LimitsConfig, organization_id: str) 
 
 
 class LimitsProvider:
+    """An organization's limits, read again in the background before they go stale
+    (`RefreshingCache`): no database read on the request path while they are in use, and one
+    read per organization however many requests miss at once."""
+
     def __init__(self, db: Database, config: LimitsConfig, ttl: float) -> None:
         self.db = db
         self.config = config
-        self.ttl = ttl
-        self._cache: dict[str, tuple[EffectiveLimits, float]] = {}
+        self._cache: RefreshingCache[str, EffectiveLimits] = RefreshingCache(ttl)
 
     async def get(self, organization_id: str) -> EffectiveLimits:
-        entry = self._cache.get(organization_id)
-        now = time.monotonic()
-        if entry is not None and now - entry[1] <= self.ttl:
-            return entry[0]
-        limits = await load_limits(self.db, self.config, organization_id)
-        if self.ttl > 0:
-            self._cache[organization_id] = (limits, now)
+        limits = await self._cache.get(organization_id, self._load)
+        assert limits is not None  # _load never answers None
         return limits
+
+    async def _load(self, organization_id: str) -> EffectiveLimits:
+        return await load_limits(self.db, self.config, organization_id)
 
     def on_invalidation(self, item: Invalidation) -> None:
         if item.kind == "all" or (item.kind == "limits" and item.id is None):
             self._cache.clear()
         elif item.kind == "limits" and item.id:
-            self._cache.pop(item.id, None)
+            self._cache.pop(item.id)
 
 
 def month_start(moment: datetime) -> datetime:

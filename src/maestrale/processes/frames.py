@@ -57,10 +57,13 @@ async def read_frame(reader: asyncio.StreamReader) -> tuple[Any, ...]:
 
 
 def same_user(writer: asyncio.StreamWriter) -> bool:
-    """Whether the peer of a Unix socket runs as this process's user."""
+    """Whether the peer of a Unix socket runs as this process's user. Where the system does not
+    tell (no `SO_PEERCRED`: macOS, BSD), the socket's 0600 mode in a 0700 directory decides."""
     sock = writer.get_extra_info("socket")
-    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+    if sock is None:
         return False
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return bool(uid == os.getuid())

@@ -108,7 +108,11 @@ class Supervisor:
         make_data_dir(settings.data_dir)
         await _first_start(settings)
         await claim_socket(self._hub_path)
-        self._sock = bind(settings.host, settings.port)
+        try:
+            self._sock = bind(settings.host, settings.port)
+        except OSError as exc:
+            log.error("cannot listen on %s:%d: %s", settings.host, settings.port, exc)
+            return 1
         host, port = self._sock.getsockname()[:2]
         from maestrale.processes.hosting import open_hub
 

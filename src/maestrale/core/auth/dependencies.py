@@ -6,6 +6,7 @@ Standard routes take `Authorization: Bearer <key>` of a standard key; `/v1/admin
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -23,18 +24,18 @@ _BEARER = "bearer "
 
 
 async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
-    cache: KeyCache = app_services(request).key_cache
-    key_hash = hash_key(key)
-    principal = cache.get(key_hash)
+    services = app_services(request)
+    cache: KeyCache = services.key_cache
+    principal = await cache.lookup(hash_key(key), partial(_read_key, services.db))
     if principal is None:
-        db: Database = app_services(request).db
-        async with db.sessionmaker() as session:
-            principal = await KeyRepository(session).principal_for_hash(key_hash)
-        if principal is None:
-            return None
-        cache.put(key_hash, principal)
+        return None
     cache.mark_used(principal.key_id)
     return principal
+
+
+async def _read_key(db: Database, key_hash: str) -> Principal | None:
+    async with db.sessionmaker() as session:
+        return await KeyRepository(session).principal_for_hash(key_hash)
 
 
 def _bearer(request: HTTPConnection) -> str | None:

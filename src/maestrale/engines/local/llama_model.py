@@ -194,8 +194,24 @@ class LoadedModel:
     prompts: PromptCache  # every evaluation of a prompt goes through it
 
 
+# What the generation loop drives beside llama-cpp-python's public API (see `llama_generate`), of
+# the class and of a loaded model: a release that renames them is refused at load, not mid-answer.
+_DRIVEN_METHODS = ("_init_sampler",)
+_DRIVEN_STATE = ("input_ids", "n_tokens", "ctx")
+
+
+def _check_driven(target: object, names: tuple[str, ...]) -> None:
+    missing = [name for name in names if not hasattr(target, name)]
+    if missing:
+        raise RuntimeError(
+            f"llama-cpp-python {llama_cpp.__version__} lacks {', '.join(missing)}, which the "
+            "engine drives: install the version pyproject.toml names (0.3.36 is tested)"
+        )
+
+
 def load(path: Path, options: LlamaOptions, n_ctx: int) -> LoadedModel:
     """Load the model (memory-mapped); `RuntimeError` when llama.cpp cannot."""
+    _check_driven(llama_cpp.Llama, _DRIVEN_METHODS)
     try:
         llm = llama_cpp.Llama(
             model_path=str(path),
@@ -206,6 +222,7 @@ def load(path: Path, options: LlamaOptions, n_ctx: int) -> LoadedModel:
         )
     except (ValueError, OSError) as exc:
         raise RuntimeError(f"llama.cpp cannot load {path}: {exc}") from exc
+    _check_driven(llm, _DRIVEN_STATE)
     # llama.cpp may round the context up; llama-cpp-python sizes its buffers to what was asked.
     usable = min(n_ctx, int(llm.n_ctx()))
     return LoadedModel(llm, vocabulary(llm), chat_formatter(llm), usable, PromptCache(llm))

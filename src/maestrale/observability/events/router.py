@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Query
 from fastapi.responses import StreamingResponse
@@ -21,8 +21,10 @@ from maestrale.observability.events.schemas import (
     preview,
 )
 from maestrale.observability.events.service import EventService, ids_json
-from maestrale.observability.events.similar import SimilarEvents
 from maestrale.observability.fields import ALL_OPERATORS
+
+if TYPE_CHECKING:
+    from maestrale.observability.events.similar import SimilarEvents
 
 router = observability_router(prefix="/observability", tags=["observability"])
 
@@ -39,6 +41,9 @@ def _similar(
     caller: CallerDep,
     settings: AppSettings,
 ) -> SimilarEvents:
+    # Imported by the first similar-events request: numpy (~13 MB) is not paid by every process.
+    from maestrale.observability.events.similar import SimilarEvents
+
     return SimilarEvents(
         work,
         tenant,
@@ -50,7 +55,7 @@ def _similar(
 
 
 Events = Annotated[EventService, Depends(_events)]
-Similar = Annotated[SimilarEvents, Depends(_similar)]
+Similar = Annotated["SimilarEvents", Depends(_similar)]
 
 
 @router.post("/chat-completion-events/search")
