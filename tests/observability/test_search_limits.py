@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from sqlalchemy import insert
 
 from maestrale.app import create_app
+from maestrale.core.db import Database
 from maestrale.core.ids import new_id
 from maestrale.observability.events.tables import ChatCompletionEvent
 from maestrale.observability.filters import MAX_PATTERN_LENGTH
@@ -147,3 +148,30 @@ async def test_a_search_past_its_budget_is_a_clear_408(budget_app: FastAPI) -> N
         assert resp.json()["completion_events"]["results"] == []
         resp = await client.post(SEARCH, json=body(None), params={"page_size": 1})
         assert resp.json()["completion_events"]["results"][0]["correlation_id"] == "c-4999"
+
+
+class _RegexError(Exception):
+    """A driver error as Postgres raises it for a regular expression (SQLSTATE 2201B)."""
+
+    sqlstate = "2201B"
+
+
+@pytest.mark.parametrize(
+    ("message", "status", "code"),
+    [
+        # the statement timeout struck while Postgres ran the expression (REG_CANCEL)
+        ("invalid regular expression: operation cancelled", 408, "DATABASE_TIMEOUT"),
+        ("invalid regular expression: parentheses () not balanced", 400, "SEARCH_BAD_REQUEST"),
+    ],
+)
+async def test_a_regex_cancelled_by_the_budget_is_a_timeout(
+    db: Database, message: str, status: int, code: str
+) -> None:
+    from maestrale.observability.budget import search_budget
+    from maestrale.observability.errors import ObservabilityError
+
+    async with db.session() as session:
+        with pytest.raises(ObservabilityError) as caught:
+            async with search_budget(session, 5.0):
+                raise _RegexError(message)
+    assert (caught.value.status_code, caught.value.error_code) == (status, code)

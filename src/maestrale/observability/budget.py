@@ -15,6 +15,9 @@ from maestrale.observability.errors import ObservabilityError, bad_search
 
 # invalid_regular_expression, program_limit_exceeded ("regular expression is too complex").
 _REGEX_STATES = {"2201B", "54001"}
+# How Postgres words a statement timeout that interrupts a regular expression (REG_CANCEL): it
+# comes as an invalid regular expression (2201B), not as a cancelled query (57014).
+_CANCELLED = "operation cancelled"
 
 
 @asynccontextmanager
@@ -27,15 +30,21 @@ async def search_budget(
         async with statement_budget(target, seconds, custom_plans=True) as budget:
             yield budget
     except StatementTimeout as exc:
-        raise ObservabilityError(
-            f"the search ran out of its time budget of {total or seconds:g} s: narrow it "
-            "(a created_at range, a model, a longer text to look for) or ask the operator to "
-            "raise MAESTRALE_OBSERVABILITY_SEARCH_TIMEOUT",
-            "DATABASE_TIMEOUT",
-            status_code=408,
-        ) from exc
+        raise _out_of_time(total or seconds) from exc
     except Exception as exc:
         if sqlstate(exc) in _REGEX_STATES:
             reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).splitlines()[0]
+            if _CANCELLED in reason:  # the timeout struck while Postgres ran the expression
+                raise _out_of_time(total or seconds) from exc
             raise bad_search(f"invalid regular expression: {reason}") from exc
         raise
+
+
+def _out_of_time(seconds: float) -> ObservabilityError:
+    return ObservabilityError(
+        f"the search ran out of its time budget of {seconds:g} s: narrow it "
+        "(a created_at range, a model, a longer text to look for) or ask the operator to "
+        "raise MAESTRALE_OBSERVABILITY_SEARCH_TIMEOUT",
+        "DATABASE_TIMEOUT",
+        status_code=408,
+    )
