@@ -171,6 +171,18 @@ def migrate_maestrale(spec: Spec, tmp: Path, database_url: str | None) -> subpro
         )
 
 
+def _start_group(
+    cmd: list[str], env: dict[str, str], cpus: set[int] | None, log: Path, procs: Processes
+) -> subprocess.Popen[bytes]:
+    """A gateway in a session of its own, so that its worker processes are stopped with it."""
+    with affinity(cpus), open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    procs.add(proc, "group")
+    return proc
+
+
 def launch_maestrale(
     spec: Spec,
     tmp: Path,
@@ -202,15 +214,7 @@ def launch_maestrale(
         cmd += ["--database-url", database_url]
     if has_workers:
         cmd += ["--workers", str(spec.workers)]
-    with affinity(cpus), open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd,
-            env=_maestrale_env(spec.src),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its server processes are stopped with it
-        )
-    procs.add(proc, "group")
+    proc = _start_group(cmd, _maestrale_env(spec.src), cpus, log, procs)
     target = Target(
         spec.name,
         f"http://127.0.0.1:{port}/v1/chat/completions",
@@ -325,11 +329,7 @@ def launch_litellm(
     )
     cmd = [str(litellm), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--num_workers", str(spec.workers)]
-    with affinity(cpus), open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    procs.add(proc, "group")
+    proc = _start_group(cmd, env, cpus, log, procs)
     target = Target(
         spec.name,
         f"http://127.0.0.1:{port}/v1/chat/completions",
