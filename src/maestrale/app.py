@@ -29,7 +29,8 @@ from maestrale.core.migrate import upgrade_async
 from maestrale.core.websocket import websocket_not_found
 from maestrale.dependencies import app_services
 from maestrale.observability import errors as observability_errors
-from maestrale.services import Services, open_services
+from maestrale.services import Services, open_services, start_embedded_temporal
+from maestrale.workflows import routing as workflow_routing
 
 log = logging.getLogger("maestrale")
 
@@ -63,8 +64,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     make_data_dir(settings.data_dir)
     if settings.auto_migrate:
         await upgrade_async(settings.resolved_database_url)
-    async with open_services(settings) as services:
+    async with open_services(settings) as services, contextlib.AsyncExitStack() as stack:
         app.state.services = services
+        if services.workflows is None and settings.temporal_embedded:
+            services.workflows = await start_embedded_temporal(stack, settings)
         metrics: Metrics = app.state.metrics
         if services.hub is not None:  # the scraped process gathers every process's metrics
             services.hub.answer("metrics.collect", metrics.render)
@@ -157,7 +160,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
-    install_error_handlers(app, scoped={observability_errors.PREFIX: observability_errors.render})
+    renderers = {
+        observability_errors.PREFIX: observability_errors.render,
+        workflow_routing.PREFIX: workflow_routing.render,
+    }
+    install_error_handlers(app, scoped=renderers)
     app.include_router(api_router)
     app.router.default = websocket_not_found(app.router.default)
 
@@ -191,6 +198,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=app.state.metrics,
         max_request_bytes=settings.max_request_bytes,
         body_limits=settings.body_limits,
-        renderers={observability_errors.PREFIX: observability_errors.render},
+        renderers=renderers,
     )
     return app

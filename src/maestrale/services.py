@@ -30,6 +30,7 @@ from maestrale.engines.registry import EngineFactory, EngineRegistry
 from maestrale.gateway.gateway import Gateway
 from maestrale.limits.setup import Limits, build_limits, redis_client
 from maestrale.processes.client import HubClient
+from maestrale.workflows.temporal.engine import TemporalEngine, TemporalTarget
 
 log = logging.getLogger("maestrale.services")
 
@@ -50,6 +51,8 @@ class Services:
     histories: Histories
     hub: HubClient | None = None
     job_registry: JobRegistry = field(default_factory=JobRegistry)
+    # The Temporal client of the workflows API; None when workflows are off.
+    workflows: TemporalEngine | None = None
 
 
 def make_blob_store(settings: Settings) -> BlobStore:
@@ -108,6 +111,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         secret_key=load_or_create_secret(settings.data_dir, secret_value(settings.secret_key)),
         histories=Histories(),
         hub=hub,
+        workflows=temporal_engine(settings, settings.temporal_address),
     )
     services.job_registry = build_registry(services)
     recorder.start()
@@ -122,6 +126,35 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         if hub is not None:
             await hub.aclose()
         await db.dispose()
+
+
+def temporal_engine(settings: Settings, address: str | None) -> TemporalEngine | None:
+    """The Temporal client of the workflows API, for the frontend at `address` (None: off)."""
+    if not address:
+        return None
+    return TemporalEngine(
+        TemporalTarget(
+            address=address,
+            namespace=settings.temporal_namespace,
+            tls=settings.temporal_tls,
+            api_key=secret_value(settings.temporal_api_key),
+        )
+    )
+
+
+async def start_embedded_temporal(
+    stack: contextlib.AsyncExitStack, settings: Settings
+) -> TemporalEngine | None:
+    """The embedded Temporal dev server, started for the life of `stack` (the process's), and
+    a client of it; None (workflows off, with the reason logged) when it cannot start."""
+    from maestrale.workflows.temporal.devserver import TemporalUnavailable, embedded_temporal
+
+    try:
+        address = await stack.enter_async_context(embedded_temporal(settings))
+    except TemporalUnavailable as exc:
+        log.error("workflows are off: %s", exc)
+        return None
+    return temporal_engine(settings, address)
 
 
 async def connect_hub(path: Path) -> HubClient:

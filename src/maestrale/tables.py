@@ -17,6 +17,7 @@ from maestrale.observability.campaigns import tables as observability_campaign_t
 from maestrale.observability.datasets import tables as observability_dataset_tables
 from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
+from maestrale.workflows import tables as workflow_tables
 
 metadata = Base.metadata
 
@@ -46,4 +47,5 @@ __all__ = [
     "observability_dataset_tables",
     "observability_event_tables",
     "observability_judge_tables",
+    "workflow_tables",
 ]

@@ -38,6 +38,7 @@ def test_settings(database_url: str, data_dir: Path, **overrides: object) -> Set
         "gc_freeze": False,
         "strict_connections": True,
         "log_json": False,
+        "temporal_embedded": False,
     }
     values.update(overrides)
     return Settings.model_validate(values)

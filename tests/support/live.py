@@ -21,15 +21,17 @@ def free_port() -> int:
 
 
 def start_server(
-    data_dir: Path, *extra: str, env: dict[str, str] | None = None
+    data_dir: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+    port = port or free_port()
     full_env = {
         **os.environ,
         "MAESTRALE_BOOTSTRAP_API_KEY": API_KEY,
         "MAESTRALE_BOOTSTRAP_ADMIN_KEY": ADMIN_KEY,
         # One process unless a test asks for more (tests/processes runs several).
         "MAESTRALE_WORKERS": "1",
+        # No private Temporal unless a test asks for one (tests/workflows does).
+        "MAESTRALE_TEMPORAL_EMBEDDED": "false",
         **(env or {}),
     }
     log_path = data_dir.parent / f"server-{port}.log"

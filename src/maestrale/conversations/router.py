@@ -26,7 +26,7 @@ from maestrale.core.responses import json_bytes
 from maestrale.core.routing import Work, domain_router
 from maestrale.core.sse import streamed
 from maestrale.dependencies import AppServices
-from maestrale.gateway.dependencies import CallerDep
+from maestrale.gateway.dependencies import CallerDep, workflow_execution_id
 
 router = domain_router(prefix="/conversations", tags=["conversations"])
 
@@ -41,7 +41,7 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 
 
 async def _service(
-    services: AppServices, work: Work, tenant: CurrentTenant, caller: CallerDep
+    request: Request, services: AppServices, work: Work, tenant: CurrentTenant, caller: CallerDep
 ) -> ConversationService:
     settings = services.settings
     policy = TurnPolicy(
@@ -55,6 +55,7 @@ async def _service(
         caller,
         services.histories,
         Turns(services.db, tenant, policy),
+        correlation_id=workflow_execution_id(request),
     )
 
 

@@ -1,6 +1,7 @@
 """The conversation loop: call the model through the gateway (each turn accounted and recorded
-with the conversation id as correlation id), turn its answer into entries, run server-side
-handoffs, and stop at function calls the client must run."""
+with the conversation id as correlation id, or the id of the workflow execution that made the
+call), turn its answer into entries, run server-side handoffs, and stop at function calls the
+client must run."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def chat_params(target: Target, override: dict[str, Any] | None) -> dict[str, An
 async def check_first_turn(
     gateway: Gateway,
     caller: Caller,
-    conversation_id: str,
+    correlation_id: str,
     target: Target,
     entries: list[dict[str, Any]],
     *,
@@ -130,7 +131,7 @@ async def check_first_turn(
         chat_params(target, override),
         target.instructions,
         entries,
-        correlation_id=conversation_id,
+        correlation_id=correlation_id,
         prefix=prefix,
     )
     return turn.prefix
@@ -139,7 +140,7 @@ async def check_first_turn(
 async def run(
     gateway: Gateway,
     caller: Caller,
-    conversation_id: str,
+    correlation_id: str,
     target: Target,
     history: list[dict[str, Any]],
     *,
@@ -164,7 +165,7 @@ async def run(
             chat_params(target, override),
             target.instructions,
             history + outputs,
-            correlation_id=conversation_id,
+            correlation_id=correlation_id,
             prefix=prefix,
             source=source,
             extra=extra,

@@ -89,6 +89,7 @@ class ConversationService:
         *,
         source: str = "api",
         extra: Mapping[str, Any] | None = None,
+        correlation_id: str | None = None,
     ) -> None:
         self.work = work
         self.tenant = tenant
@@ -103,6 +104,9 @@ class ConversationService:
         # among the events' extra fields).
         self.source = source
         self.extra = extra
+        # The correlation id of the model calls when not the conversation's own (a workflow
+        # execution's, for the calls of a workflow's activities).
+        self.correlation_id = correlation_id
 
     def in_work(self, work: UnitOfWork) -> ConversationService:
         """The same caller's service in another unit of work (a stream outlives its request)."""
@@ -116,7 +120,11 @@ class ConversationService:
             self.turns,
             source=self.source,
             extra=self.extra,
+            correlation_id=self.correlation_id,
         )
+
+    def _correlation(self, prepared: Prepared) -> str:
+        return self.correlation_id or prepared.conversation_id
 
     # Targets.
 
@@ -162,7 +170,7 @@ class ConversationService:
             self.caller,
             fresh,
             E.to_messages(None, added),
-            correlation_id=prepared.conversation_id,
+            correlation_id=self._correlation(prepared),
             source=self.source,
         )
         prepared.checked.update(guardrail_key(g) for g in fresh)
@@ -177,7 +185,7 @@ class ConversationService:
         prepared.prefix = await runtime.check_first_turn(
             self.gateway,
             self.caller,
-            prepared.conversation_id,
+            self._correlation(prepared),
             prepared.target,
             prepared.history + prepared.added,
             override=prepared.override,
@@ -396,7 +404,7 @@ class ConversationService:
         return await runtime.run(
             self.gateway,
             self.caller,
-            prepared.conversation_id,
+            self._correlation(prepared),
             prepared.target,
             history + prepared.added,
             override=prepared.override,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated
 
@@ -33,10 +34,30 @@ def sane_correlation_id(given: str | None) -> str | None:
     return given if given and _SANE_ID.match(given) else None
 
 
+def workflow_execution_id(request: Request) -> str | None:
+    """The workflow execution a call comes from: the official workflows worker's clients send
+    `x-metadata: {"call_type": "workflows", "execution_id": ...}` with every platform call."""
+    raw = request.headers.get("x-metadata")
+    if not raw or len(raw) > 4096:
+        return None
+    try:
+        metadata = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(metadata, dict) or metadata.get("call_type") != "workflows":
+        return None
+    execution_id = metadata.get("execution_id")
+    return sane_correlation_id(execution_id) if isinstance(execution_id, str) else None
+
+
 async def correlation_id(request: Request) -> str:
-    """The caller's `x-correlation-id` when it sent a sane one, else this request's id."""
+    """The caller's `x-correlation-id` when it sent a sane one, else the workflow execution the
+    call comes from, else this request's id."""
     return (
-        sane_correlation_id(request.headers.get("x-correlation-id")) or request_id_var.get() or ""
+        sane_correlation_id(request.headers.get("x-correlation-id"))
+        or workflow_execution_id(request)
+        or request_id_var.get()
+        or ""
     )
 
 

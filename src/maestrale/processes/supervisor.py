@@ -102,6 +102,7 @@ class Supervisor:
         self._slots = [_Slot(i) for i in range(count)]
         self._hub_path = frames.hub_path(settings.data_dir)
         self._sock: socket.socket | None = None
+        self._temporal_address: str | None = None
 
     async def run(self) -> int:
         settings = self.settings
@@ -116,7 +117,8 @@ class Supervisor:
         host, port = self._sock.getsockname()[:2]
         from maestrale.processes.hosting import open_hub
 
-        async with open_hub(settings, self._hub_path):
+        async with open_hub(settings, self._hub_path), contextlib.AsyncExitStack() as stack:
+            await self._start_temporal(stack)
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, self.stopping.set)
@@ -128,6 +130,19 @@ class Supervisor:
         self._sock.close()
         return 0
 
+    async def _start_temporal(self, stack: contextlib.AsyncExitStack) -> None:
+        """The embedded Temporal, once for all the server processes (which are handed its
+        address), when no Temporal cluster is configured."""
+        settings = self.settings
+        if settings.temporal_address or not settings.temporal_embedded:
+            return
+        from maestrale.workflows.temporal.devserver import TemporalUnavailable, embedded_temporal
+
+        try:
+            self._temporal_address = await stack.enter_async_context(embedded_temporal(settings))
+        except TemporalUnavailable as exc:
+            log.error("workflows are off: %s", exc)
+
     def _child_settings(self, index: int) -> Settings:
         # A plain `Settings` (a file's settings come as a subclass that cannot be pickled), with
         # the hub, the worker for the first process only, and the migrations already applied.
@@ -138,6 +153,8 @@ class Supervisor:
                 "worker": self.settings.worker and index == 0,
                 "auto_migrate": False,
                 "workers": 1,
+                "temporal_address": self._temporal_address or self.settings.temporal_address,
+                "temporal_embedded": False,
             }
         )
 

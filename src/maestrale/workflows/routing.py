@@ -1,0 +1,83 @@
+"""The workflows group's routes: its errors rendered in the platform's body (`workflows.errors`)
+whatever raised them (authentication, the domain, an unknown path under the group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from maestrale.core.errors import AppError
+from maestrale.core.routing import TransactionalRoute
+from maestrale.workflows.errors import NOT_FOUND, WorkflowError, WorkflowErrorOut
+
+_DEFAULT_CODES = {400: "WF_1000", 401: "WF_1001", 403: "WF_1003", 404: NOT_FOUND, 409: "WF_1009"}
+
+
+def _body(message: str, code: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": message, "code": code, **extra}
+
+
+def render(exc: Exception) -> JSONResponse | None:
+    """The group's rendering of an error, or None for what the app handlers render (422s, and
+    5xx that are not the group's own)."""
+    if isinstance(exc, WorkflowError):
+        body = _body(exc.message, exc.wf_code, **exc.extra)
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    if isinstance(exc, AppError):
+        code = _DEFAULT_CODES.get(exc.status_code, exc.code)
+        return JSONResponse(
+            _body(exc.message, code), status_code=exc.status_code, headers=exc.headers
+        )
+    if isinstance(exc, StarletteHTTPException) and 400 <= exc.status_code < 500:
+        code = _DEFAULT_CODES.get(exc.status_code, f"WF_{exc.status_code}")
+        headers = dict(exc.headers) if exc.headers else None
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = "no such route in the workflows API"
+        return JSONResponse(_body(message, code), exc.status_code, headers=headers)
+    return None
+
+
+PREFIX = "/v1/workflows"
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": WorkflowErrorOut, "description": description}
+    for status, description in (
+        (400, "Bad request"),
+        (401, "Unauthorized"),
+        (404, "Not found"),
+        (409, "Conflict"),
+        (502, "Temporal failed"),
+        (503, "Temporal unavailable"),
+    )
+}
+
+
+class WorkflowRoute(TransactionalRoute):
+    error_model = WorkflowErrorOut
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:
+                response = render(exc)
+                if response is None:
+                    raise
+                return response
+
+        return run
+
+
+def workflows_router(**kwargs: object) -> APIRouter:
+    return APIRouter(
+        route_class=WorkflowRoute,
+        responses=ERROR_RESPONSES,
+        **kwargs,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,256 @@
+"""Maestrale as a Temporal client: every call the workflows API makes to the engine.
+
+One client per process, connected on first use (a Temporal that is down at start does not stop
+the server; its calls answer 503 until it is back). Temporal errors become the group's errors:
+an unknown execution is a 404 `WF_1100`, one already running a 409 `WF_1101`, an unreachable
+frontend a 503 `WF_1103`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from maestrale.workflows.errors import (
+    ALREADY_STARTED,
+    NOT_FOUND,
+    NOT_RUNNING,
+    WorkflowError,
+    engine_failed,
+)
+from maestrale.workflows.tables import ExecutionStatus
+
+log = logging.getLogger("maestrale.workflows.temporal")
+
+# Temporal's WorkflowExecutionStatus values (1..7) as the platform's statuses.
+STATUSES = {
+    1: ExecutionStatus.RUNNING,
+    2: ExecutionStatus.COMPLETED,
+    3: ExecutionStatus.FAILED,
+    4: ExecutionStatus.CANCELED,
+    5: ExecutionStatus.TERMINATED,
+    6: ExecutionStatus.CONTINUED_AS_NEW,
+    7: ExecutionStatus.TIMED_OUT,
+}
+
+
+# Temporal's EventType values of the events that close a run.
+_CLOSE_EVENTS = {
+    2: ExecutionStatus.COMPLETED,
+    3: ExecutionStatus.FAILED,
+    4: ExecutionStatus.TIMED_OUT,
+    21: ExecutionStatus.CANCELED,
+    27: ExecutionStatus.TERMINATED,
+    28: ExecutionStatus.CONTINUED_AS_NEW,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What Temporal says of an execution's latest run."""
+
+    status: str
+    run_id: str
+    start_time: datetime | None
+    close_time: datetime | None
+    task_queue: str | None
+    workflow_type: str | None
+    parent_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """How a run ended: its status, run, close time, and its decoded result if it completed."""
+
+    status: str
+    run_id: str
+    close_time: datetime
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TemporalTarget:
+    address: str
+    namespace: str
+    tls: bool = False
+    api_key: str | None = None
+
+
+class TemporalEngine:
+    """The Temporal client of a process (`temporalio`), connected lazily."""
+
+    def __init__(self, target: TemporalTarget) -> None:
+        self.target = target
+        self._client: Any = None
+        self._lock = asyncio.Lock()
+
+    async def client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is None:
+                self._client = await self._connect()
+        return self._client
+
+    async def _connect(self) -> Any:
+        try:
+            from temporalio.client import Client
+        except ImportError as exc:
+            raise engine_failed(
+                "workflows need the Temporal client: install maestrale[workflows]",
+                status_code=503,
+            ) from exc
+        try:
+            return await Client.connect(
+                self.target.address,
+                namespace=self.target.namespace,
+                tls=self.target.tls,
+                api_key=self.target.api_key,
+            )
+        except Exception as exc:
+            log.warning("cannot reach Temporal at %s: %s", self.target.address, exc)
+            raise engine_failed(
+                f"the workflow engine (Temporal at {self.target.address}) is unreachable",
+                status_code=503,
+            ) from exc
+
+    async def handle(self, execution_id: str, run_id: str | None = None) -> Any:
+        from temporalio.common import RawValue
+
+        client = await self.client()
+        return client.get_workflow_handle(execution_id, run_id=run_id, result_type=RawValue)
+
+    async def start(
+        self,
+        workflow_name: str,
+        payload: Any,
+        *,
+        execution_id: str,
+        task_queue: str,
+        execution_timeout: float | None,
+    ) -> str:
+        """Start an execution; its first run's id. A running one with that id: 409."""
+        from temporalio.common import RawValue
+        from temporalio.exceptions import WorkflowAlreadyStartedError
+
+        client = await self.client()
+        try:
+            handle = await client.start_workflow(
+                workflow_name,
+                RawValue(payload),
+                id=execution_id,
+                task_queue=task_queue,
+                execution_timeout=(
+                    timedelta(seconds=execution_timeout) if execution_timeout else None
+                ),
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise WorkflowError(
+                f"execution {execution_id} is already running", ALREADY_STARTED, status_code=409
+            ) from exc
+        except Exception as exc:
+            raise translated(exc, execution_id) from exc
+        return str(handle.result_run_id)
+
+    async def describe(self, execution_id: str) -> Described:
+        handle = await self.handle(execution_id)
+        try:
+            described = await handle.describe()
+        except Exception as exc:
+            raise translated(exc, execution_id) from exc
+        return Described(
+            status=STATUSES.get(int(described.status or 1), ExecutionStatus.RUNNING),
+            run_id=str(described.run_id),
+            start_time=described.start_time,
+            close_time=described.close_time,
+            task_queue=described.task_queue,
+            workflow_type=described.workflow_type,
+            parent_id=described.parent_id,
+        )
+
+    async def wait_closed(self, execution_id: str, run_id: str, timeout: float) -> Closed | None:
+        """Wait up to `timeout` seconds for the execution to close, following its runs
+        (continue-as-new); what closed it, or None if it still runs. One long poll of the
+        run's close event gives its status, time and result: no describe, no second call.
+        Never cancels it."""
+        try:
+            return await asyncio.wait_for(self._close_event(execution_id, run_id), timeout)
+        except TimeoutError:
+            return None
+
+    async def _close_event(self, execution_id: str, run_id: str) -> Closed:
+        from temporalio.api.common.v1 import WorkflowExecution
+        from temporalio.api.enums.v1 import HistoryEventFilterType
+        from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+
+        from maestrale.workflows.temporal.payloads import decode_all
+
+        client = await self.client()
+        token = b""
+        while True:
+            request = GetWorkflowExecutionHistoryRequest(
+                namespace=self.target.namespace,
+                execution=WorkflowExecution(workflow_id=execution_id, run_id=run_id),
+                wait_new_event=True,
+                history_event_filter_type=HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+                skip_archival=True,
+                next_page_token=token,
+            )
+            try:
+                response = await client.workflow_service.get_workflow_execution_history(
+                    request, retry=True
+                )
+            except Exception as exc:
+                raise translated(exc, execution_id) from exc
+            for event in response.history.events:
+                status = _CLOSE_EVENTS.get(int(event.event_type))
+                if status is None:
+                    continue
+                if status == ExecutionStatus.CONTINUED_AS_NEW:
+                    attributes = event.workflow_execution_continued_as_new_event_attributes
+                    run_id, token = attributes.new_execution_run_id, b""
+                    break
+                result = None
+                if status == ExecutionStatus.COMPLETED:
+                    attributes = event.workflow_execution_completed_event_attributes
+                    result = decode_all(attributes.result)
+                return Closed(status, run_id, event.event_time.ToDatetime(tzinfo=UTC), result)
+            else:
+                # The server's long poll ended with nothing (or a page): ask again.
+                token = response.next_page_token
+
+    async def outcome(self, execution_id: str, run_id: str) -> Any:
+        """The result of a completed run, decoded."""
+        from maestrale.workflows.temporal.payloads import decode
+
+        handle = await self.handle(execution_id, run_id)
+        try:
+            raw = await handle.result(follow_runs=False)
+        except Exception as exc:
+            raise translated(exc, execution_id) from exc
+        return decode(raw.payload)
+
+
+def translated(exc: Exception, execution_id: str) -> WorkflowError:
+    """A Temporal error as the group's: not found, not running, unreachable, else failed."""
+    if isinstance(exc, WorkflowError):
+        return exc
+    from temporalio.service import RPCError, RPCStatusCode
+
+    if isinstance(exc, RPCError):
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            if "completed" in exc.message or "closed" in exc.message:
+                return WorkflowError(
+                    f"execution {execution_id} is not running", NOT_RUNNING, status_code=409
+                )
+            return WorkflowError(f"execution {execution_id} not found", NOT_FOUND, status_code=404)
+        if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+            return engine_failed("the workflow engine (Temporal) is unreachable", status_code=503)
+        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
+            return WorkflowError(exc.message, "WF_1000", status_code=400)
+        return engine_failed(f"the workflow engine refused the call: {exc.message}")
+    log.warning("Temporal call failed for %s: %r", execution_id, exc)
+    return engine_failed(f"the workflow engine failed: {type(exc).__name__}")

@@ -1,0 +1,106 @@
+"""`maestrale serve` with no Temporal configured runs its own (the embedded dev server) and hands
+its address to workers; registrations, executions and Temporal's state survive a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from maestrale.workflows.temporal.devserver import find_binary
+from tests.support.app_fixtures import API_KEY
+from tests.support.live import free_port, start_server, stop_server
+from tests.workflows.conftest import NAMESPACE
+from tests.workflows.plain_worker import definitions, running_worker
+
+pytestmark = pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing")
+
+
+def _serve(data_dir: Path, temporal_port: int, workers: int = 1) -> tuple[object, str]:
+    return start_server(
+        data_dir,
+        env={
+            "MAESTRALE_TEMPORAL_EMBEDDED": "true",
+            "MAESTRALE_TEMPORAL_EMBEDDED_PORT": str(temporal_port),
+            "MAESTRALE_WORKERS": str(workers),
+        },
+    )
+
+
+def _client(url: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=30
+    )
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def _register(client: httpx.AsyncClient, queue: str) -> None:
+    body = {"definitions": definitions(queue), "deployment_name": queue, "worker_name": "w1"}
+    assert (await client.post("/v1/workflows/register", json=body)).status_code == 200
+
+
+async def test_state_survives_a_restart(tmp_path: Path) -> None:
+    data_dir, port, queue = tmp_path / "data", free_port(), "survivor"
+    proc, url = _serve(data_dir, port)
+    try:
+        async with _client(url) as client:
+            whoami = (await client.get("/v1/workflows/workers/whoami")).json()
+            assert whoami["scheduler_url"] == f"127.0.0.1:{port}"
+            assert whoami["namespace"] == NAMESPACE and whoami["tls"] is False
+            await _register(client, queue)
+            started = await client.post(
+                "/v1/workflows/echo/execute",
+                json={"input": {"sleep": 2, "shout": "later"}, "execution_id": "survives"},
+            )
+            assert started.status_code == 200, started.text
+    finally:
+        stop_server(proc)  # type: ignore[arg-type]
+    deadline = time.monotonic() + 15
+    while _listening(port) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
+    assert not _listening(port), "the embedded Temporal outlived its server"
+
+    proc, url = _serve(data_dir, port)
+    try:
+        async with _client(url) as client, running_worker(f"127.0.0.1:{port}", NAMESPACE, queue):
+            listed = (await client.get("/v1/workflows/registrations")).json()
+            assert {
+                r["definition"]["execution_timeout"] for r in listed["workflow_registrations"]
+            } == {3600.0}
+            assert {r["deployment_name"] for r in listed["workflow_registrations"]} == {queue}
+            deadline = time.monotonic() + 30
+            while True:
+                body = (await client.get("/v1/workflows/executions/survives")).json()
+                if body["status"] != "RUNNING" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.3)
+            assert body["status"] == "COMPLETED", body
+            assert body["result"] == {"result": "LATER"}
+    finally:
+        stop_server(proc)  # type: ignore[arg-type]
+
+
+async def test_the_processes_of_serve_share_one_temporal(tmp_path: Path) -> None:
+    port, queue = free_port(), "shared"
+    proc, url = _serve(tmp_path / "data", port, workers=2)
+    try:
+        async with _client(url) as client, running_worker(f"127.0.0.1:{port}", NAMESPACE, queue):
+            await _register(client, queue)
+            for n in range(4):  # over both server processes
+                whoami = (await client.get("/v1/workflows/workers/whoami")).json()
+                assert whoami["scheduler_url"] == f"127.0.0.1:{port}"
+                done = await client.post(
+                    "/v1/workflows/echo/execute",
+                    json={"input": n, "wait_for_result": True, "timeout_seconds": 20},
+                )
+                assert done.json()["result"] == {"result": n}, done.text
+    finally:
+        stop_server(proc)  # type: ignore[arg-type]
