@@ -48,6 +48,38 @@ def _recorded_event(client: requests.Session, headers: dict[str, str]) -> str:
         time.sleep(0.05)
 
 
+# The deployment of the seeded workflows; a plain temporalio worker serves it during the fuzz.
+WORKFLOW_DEPLOYMENT = "fuzz"
+
+
+def _workflow_seeds(post: Any) -> dict[str, str]:
+    """A registered workflow (`counter`, which runs until signalled), one execution of it, and
+    a schedule of it."""
+    from tests.workflows.plain_worker import definitions
+
+    registered = post(
+        "/v1/workflows/register",
+        {
+            "definitions": definitions(WORKFLOW_DEPLOYMENT),
+            "deployment_name": WORKFLOW_DEPLOYMENT,
+            "worker_name": "fuzz-worker",
+        },
+    )
+    execution = post("/v1/workflows/counter/execute", {"input": {"start": 1}})
+    schedule = post(
+        "/v1/workflows/schedules",
+        {"workflow_identifier": "counter", "schedule": {"intervals": [{"every": "PT1H"}]}},
+    )
+    return {
+        "workflow_identifier": "counter",
+        "workflow_registration_id": registered["workflow_registration_ids"][0],
+        "execution_id": execution["execution_id"],
+        "run_id": execution["run_id"],
+        "schedule_id": schedule["schedule_id"],
+        "name": WORKFLOW_DEPLOYMENT,
+    }
+
+
 def seed(client: requests.Session) -> dict[str, str]:
     """The ids of the made resources, by the name of the path parameter that takes them."""
     std = {"Authorization": f"Bearer {API_KEY}"}
@@ -98,6 +130,7 @@ def seed(client: requests.Session) -> dict[str, str]:
     group = post("/v1/admin/user-groups", {"name": "fuzz"}, adm)
     key = post("/v1/admin/api-keys", {"user_id": user_id, "workspace_uuid": workspace["uuid"]}, adm)
     return {
+        **_workflow_seeds(post),
         "file_id": file_id,
         "agent_id": agent["id"],
         "version": "0",

@@ -14,8 +14,12 @@ Budget: `MAX_EXAMPLES` cases per operation (requests that fit the schema and req
 it), no deadline, derandomized (Hypothesis' seed is fixed by the test), so that CI sends the
 same requests on every run: about a minute for the ~190 tests.
 
-Nothing in `/openapi.json` is excluded: no route streams without end (every event stream ends
-with its answer) and uploads are generated as multipart bodies. Generated bodies that name a
+Two operations are left out: the workflow event streams (`/v1/workflows/events/stream`,
+`/v1/workflows/executions/{execution_id}/stream`) follow events for as long as the client stays
+(tests/workflows/test_events_stream_api.py covers them); every other stream ends with its answer,
+and uploads are generated as multipart bodies. The workflows group runs on the session's Temporal
+dev server with a plain temporalio worker serving the seeded workflows, and waits of at most 1 s
+for an execution. Generated bodies that name a
 builtin engine directive that sleeps or fails on purpose are not sent (`DIRECTIVE`). The realtime
 transcription WebSocket is no OpenAPI operation: tests/audio/test_realtime_api.py covers it.
 
@@ -50,10 +54,12 @@ from schemathesis.specs.openapi.checks import (
 
 from maestrale.app import create_app
 from maestrale.config import Settings
-from tests.conformance.fuzz_seeds import seed
+from tests.conformance.fuzz_seeds import WORKFLOW_DEPLOYMENT, seed
 from tests.support import databases
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 from tests.support.app_fixtures import test_settings as make_settings
+from tests.support.temporal import NAMESPACE
+from tests.workflows.plain_worker import worker_thread
 
 Operation = APIOperation[Any, Any, Any, Any]
 
@@ -82,10 +88,17 @@ GENERATION: dict[str, Any] = {
 }
 
 
-def fuzz_settings(database_url: str, data_dir: Path) -> Settings:
+def fuzz_settings(
+    database_url: str, data_dir: Path, temporal_address: str | None = None
+) -> Settings:
     return make_settings(
         database_url,
         data_dir,
+        temporal_address=temporal_address,
+        # An execute-and-wait of a generated input returns within a second (still RUNNING);
+        # queries and updates of the seeded execution get the worker's answer.
+        workflow_max_wait_seconds=1.0,
+        workflow_wait_seconds=10.0,
         # Generated URLs (OCR documents, audio) are fetched for real: fail them fast.
         fetch_timeout_seconds=2.0,
         # Builtin embeddings for similar events: the default model is a local one.
@@ -101,7 +114,11 @@ schema = schemathesis.openapi.from_dict(
     create_app(fuzz_settings("sqlite+aiosqlite://", Path("unused"))).openapi(),
     config=schemathesis.Config.from_dict(GENERATION),
 )
-OPERATIONS: list[Operation] = [result.ok() for result in schema.get_all_operations()]
+# Streams that follow events for as long as the client stays (see above).
+ENDLESS = {"/v1/workflows/events/stream", "/v1/workflows/executions/{execution_id}/stream"}
+OPERATIONS: list[Operation] = [
+    op for op in (result.ok() for result in schema.get_all_operations()) if op.path not in ENDLESS
+]
 # The operations on one resource, but for its deletion: the operations after it would find none.
 SEEDED = [
     op
@@ -123,11 +140,15 @@ async def fuzz_database(
 
 
 @pytest.fixture(scope="module")
-def fuzzed_app(fuzz_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
-    app = create_app(fuzz_settings(fuzz_database, tmp_path_factory.mktemp("fuzz") / "data"))
-    yield app
-    # Schemathesis started the lifespan on its own loop, at the first request; stop it there.
-    asgi.shutdown_lifespans()
+def fuzzed_app(
+    fuzz_database: str, tmp_path_factory: pytest.TempPathFactory, temporal_address: str
+) -> Iterator[FastAPI]:
+    data_dir = tmp_path_factory.mktemp("fuzz") / "data"
+    app = create_app(fuzz_settings(fuzz_database, data_dir, temporal_address))
+    with worker_thread(temporal_address, NAMESPACE, WORKFLOW_DEPLOYMENT):
+        yield app
+        # Schemathesis started the lifespan on its own loop, at the first request; stop it there.
+        asgi.shutdown_lifespans()
 
 
 @pytest.fixture(scope="module")

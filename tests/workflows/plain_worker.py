@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -124,3 +125,31 @@ async def running_worker(address: str, namespace: str, task_queue: str) -> Async
     client = await Client.connect(address, namespace=namespace)
     async with Worker(client, task_queue=task_queue, workflows=[Echo, Counter], activities=[shout]):
         yield
+
+
+@contextmanager
+def worker_thread(address: str, namespace: str, task_queue: str) -> Iterator[None]:
+    """`running_worker` on an event loop of its own thread, for callers that have no loop to
+    share (the schema fuzz drives the app from schemathesis' thread)."""
+    ready, done = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            async with running_worker(address, namespace, task_queue):
+                ready.set()
+                await asyncio.to_thread(done.wait)
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    ready.wait(30)
+    if failure:
+        raise failure[0]
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(30)
