@@ -321,3 +321,21 @@ def test_state_survives_a_restart_of_serve(platform: Platform) -> None:
         timeout_seconds=60,
     )  # fmt: skip
     assert done.result == {"result": "echo: again"}
+
+
+def test_a_platform_that_lost_the_registrations_gets_them_again(platform: Platform) -> None:
+    """A heartbeat naming registrations the platform no longer has answers 409: the worker
+    registers again (within one heartbeat, 10 s), and executions route to it again."""
+    with sqlite3.connect(platform.data_dir / "maestrale.db") as db:
+        db.execute("DELETE FROM workflow_registrations")
+    client = platform.sdk()
+
+    def registered() -> bool:
+        regs = client.workflows.get_workflow_registrations().workflow_registrations
+        return bool(regs)
+
+    assert not registered()
+    assert _until(registered, timeout=25), "the worker did not register again"
+    done = _execute(client, workflow_identifier="noop", input={"x": 1}, wait_for_result=True,
+                    timeout_seconds=60)  # fmt: skip
+    assert done.result == {"x": 1}

@@ -91,6 +91,44 @@ class TransactionalRoute(APIRoute):
         return run
 
 
+class RenderedRoute(TransactionalRoute):
+    """A route of a group with an error body of its own: what `render` returns for an error
+    (None: the app's handlers render it) is the response."""
+
+    @staticmethod
+    def render(exc: Exception) -> Response | None:
+        return None
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:
+                response = self.render(exc)
+                if response is None:
+                    raise
+                return response
+
+        return run
+
+
+def group_router(
+    render: Callable[[Exception], Response | None],
+    error_model: type[BaseModel],
+    responses: dict[int | str, dict[str, Any]],
+    **kwargs: object,
+) -> APIRouter:
+    """The router of a group whose errors `render` shapes, declared with `error_model`."""
+    route_class = type(
+        f"{error_model.__name__}Route",
+        (RenderedRoute,),
+        {"render": staticmethod(render), "error_model": error_model},
+    )
+    return APIRouter(route_class=route_class, responses=responses, **kwargs)  # type: ignore[arg-type]
+
+
 def domain_router(**kwargs: object) -> APIRouter:
     """The router every domain uses: transactional routes."""
     return APIRouter(route_class=TransactionalRoute, **kwargs)  # type: ignore[arg-type]

@@ -9,17 +9,16 @@ raised before any route (no route, method not allowed) under its path prefix by 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from maestrale.core.errors import AppError
-from maestrale.core.routing import TransactionalRoute
+from maestrale.core.routing import group_router
 
 _DEFAULT_CODES = {
     400: "VALIDATION_ERROR",
@@ -106,27 +105,5 @@ def render(exc: Exception) -> JSONResponse | None:
 PREFIX = "/v1/observability/"
 
 
-class ObservabilityRoute(TransactionalRoute):
-    error_model = ObservabilityErrorData
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def run(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except Exception as exc:
-                response = render(exc)
-                if response is None:
-                    raise
-                return response
-
-        return run
-
-
 def observability_router(**kwargs: object) -> APIRouter:
-    return APIRouter(
-        route_class=ObservabilityRoute,
-        responses=ERROR_RESPONSES,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return group_router(render, ObservabilityErrorData, ERROR_RESPONSES, **kwargs)

@@ -3,15 +3,14 @@ whatever raised them (authentication, the domain, an unknown path under the grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from maestrale.core.errors import AppError
-from maestrale.core.routing import TransactionalRoute
+from maestrale.core.routing import group_router
 from maestrale.workflows.errors import NOT_FOUND, WorkflowError, WorkflowErrorOut
 
 _DEFAULT_CODES = {400: "WF_1000", 401: "WF_1001", 403: "WF_1003", 404: NOT_FOUND, 409: "WF_1009"}
@@ -57,27 +56,5 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-class WorkflowRoute(TransactionalRoute):
-    error_model = WorkflowErrorOut
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def run(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except Exception as exc:
-                response = render(exc)
-                if response is None:
-                    raise
-                return response
-
-        return run
-
-
 def workflows_router(**kwargs: object) -> APIRouter:
-    return APIRouter(
-        route_class=WorkflowRoute,
-        responses=ERROR_RESPONSES,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return group_router(render, WorkflowErrorOut, ERROR_RESPONSES, **kwargs)

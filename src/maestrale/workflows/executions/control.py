@@ -64,7 +64,7 @@ class ExecutionControl:
     async def _cancel(self, execution_id: str) -> None:
         # Temporal accepts a cancel request for a closed execution (a no-op): ask first, so
         # that cancelling what has ended is the 409 the platform answers.
-        described = await self.temporal.describe(execution_id)
+        described = await self.temporal.engine.describe(execution_id)
         if described.status in ExecutionStatus.CLOSED:
             raise not_running(execution_id)
         await self.temporal.cancel(execution_id)

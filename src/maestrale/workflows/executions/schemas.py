@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
@@ -33,9 +33,9 @@ class ExecutionRequest(BaseModel):
     force_new_trace: bool = False
 
 
-class ExecutionOut(BaseModel):
-    """`WorkflowExecutionResponse` (also `WorkflowExecutionWithoutResultResponse` with no
-    `result`)."""
+class ExecutionSummary(BaseModel):
+    """`WorkflowExecutionWithoutResultResponse`: an execution's latest run, without its result
+    (the items of the runs list)."""
 
     workflow_name: str
     execution_id: str
@@ -43,7 +43,6 @@ class ExecutionOut(BaseModel):
     status: Status | None
     start_time: datetime
     end_time: datetime | None
-    result: Any = None
     workflow_id: str | None = None
     deployment_name: str | None = None
     parent_execution_id: str | None = None
@@ -52,7 +51,7 @@ class ExecutionOut(BaseModel):
     total_duration_ms: int | None = None
 
     @classmethod
-    def of(cls, row: Execution) -> ExecutionOut:
+    def of(cls, row: Execution) -> Self:
         duration = None
         if row.end_time is not None:
             duration = max(0, int((row.end_time - row.start_time).total_seconds() * 1000))
@@ -63,7 +62,6 @@ class ExecutionOut(BaseModel):
             status=row.status,
             start_time=row.start_time,
             end_time=row.end_time,
-            result=row.result,
             workflow_id=row.workflow_id,
             deployment_name=row.deployment_name,
             parent_execution_id=row.parent_execution_id,
@@ -71,3 +69,15 @@ class ExecutionOut(BaseModel):
             user_id=row.user_id,
             total_duration_ms=duration,
         )
+
+
+class ExecutionOut(ExecutionSummary):
+    """`WorkflowExecutionResponse`: the run, with its result once it completed."""
+
+    result: Any = None
+
+    @classmethod
+    def of(cls, row: Execution) -> Self:
+        out = super().of(row)
+        out.result = row.result
+        return out

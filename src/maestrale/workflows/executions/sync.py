@@ -49,7 +49,7 @@ async def observe(
     async def one(execution_id: str) -> tuple[str, Observed | None]:
         async with gate:
             try:
-                described = await control.describe(execution_id)
+                described = await control.engine.describe(execution_id)
                 result = None
                 if described.status == ExecutionStatus.COMPLETED:
                     result = await control.engine.outcome(execution_id, described.run_id)

@@ -16,11 +16,11 @@ from maestrale.core.clock import as_utc
 from maestrale.core.errors import BadRequest
 from maestrale.core.pagination import decode_cursor, encode_cursor
 from maestrale.workflows.errors import WorkflowError, not_found
-from maestrale.workflows.executions.schemas import ExecutionOut
+from maestrale.workflows.executions.schemas import ExecutionOut, ExecutionSummary
 from maestrale.workflows.executions.service import ExecutionService
 from maestrale.workflows.executions.sync import observe, record, snapshot
 from maestrale.workflows.runs.repository import RunRepository, key_of
-from maestrale.workflows.runs.schemas import RunFilters, RunList, RunOut, SortBy
+from maestrale.workflows.runs.schemas import RunFilters, RunList, SortBy
 from maestrale.workflows.tables import Execution, ExecutionStatus
 from maestrale.workflows.temporal.control import INVALID, TemporalControl
 
@@ -101,7 +101,9 @@ class RunService:
                 {"k": key_of(last, sort_by).isoformat(), "i": last.id, "d": digest}
             )
         await self._refresh([r for r in rows if r.status == ExecutionStatus.RUNNING])
-        return RunList(executions=[RunOut.of(r) for r in rows], next_page_token=next_token)
+        return RunList(
+            executions=[ExecutionSummary.of(r) for r in rows], next_page_token=next_token
+        )
 
     async def _refresh(self, rows: list[Execution]) -> None:
         """Temporal's state of `rows`, written back; the page's objects are the session's, so
@@ -141,7 +143,7 @@ class RunService:
             row = await self.service.row(row.id)  # a newer run began meanwhile
         base = ExecutionOut.of(row)
         await self.service.work.release()
-        described = await self.temporal.describe(row.id, run_id)
+        described = await self.temporal.engine.describe(row.id, run_id)
         result: Any = None
         if described.status == ExecutionStatus.COMPLETED:
             result = await self.service.engine.outcome(row.id, run_id)

@@ -20,10 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from maestrale.workflows.errors import WorkflowError, engine_failed
-from maestrale.workflows.tables import ExecutionStatus
 from maestrale.workflows.temporal.engine import (
-    STATUSES,
-    Described,
     TemporalEngine,
     translated,
 )
@@ -59,23 +56,6 @@ class TemporalControl:
 
     def __init__(self, engine: TemporalEngine) -> None:
         self.engine = engine
-
-    async def describe(self, execution_id: str, run_id: str | None = None) -> Described:
-        """The state of a run of `execution_id` (its latest when `run_id` is None)."""
-        handle = await self.engine.handle(execution_id, run_id)
-        try:
-            described = await handle.describe()
-        except Exception as exc:
-            raise translated(exc, execution_id) from exc
-        return Described(
-            status=STATUSES.get(int(described.status or 1), ExecutionStatus.RUNNING),
-            run_id=str(described.run_id),
-            start_time=described.start_time,
-            close_time=described.close_time,
-            task_queue=described.task_queue,
-            workflow_type=described.workflow_type,
-            parent_id=described.parent_id,
-        )
 
     async def cancel(self, execution_id: str) -> None:
         """Ask the latest run to cancel (the workflow decides how it ends; usually CANCELED)."""

@@ -155,8 +155,9 @@ class TemporalEngine:
             raise translated(exc, execution_id) from exc
         return str(handle.result_run_id)
 
-    async def describe(self, execution_id: str) -> Described:
-        handle = await self.handle(execution_id)
+    async def describe(self, execution_id: str, run_id: str | None = None) -> Described:
+        """The state of a run of `execution_id` (its latest when `run_id` is None)."""
+        handle = await self.handle(execution_id, run_id)
         try:
             described = await handle.describe()
         except Exception as exc:
