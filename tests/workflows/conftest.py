@@ -31,3 +31,15 @@ async def wf_app(
 async def wf_client(wf_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with make_client(wf_app) as client:
         yield client
+
+
+@pytest.fixture(autouse=True)
+def quick_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Event streams of in-process apps poll and wait out their grace after an execution's end
+    faster than served ones (0.5 s and 3 s): the same behaviour, in test time."""
+    from datetime import timedelta
+
+    from maestrale.workflows.events import streaming
+
+    monkeypatch.setattr(streaming, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(streaming, "GRACE", timedelta(seconds=0.3))
