@@ -146,12 +146,15 @@ async def test_a_crashed_appends_turn_is_taken_over_once_its_lease_ran_out(
         assert await history(client, cid) == ["hello", "echo: hello", "later", "echo: later"]
 
 
+# Without the refused append ending its transaction before the turn is given back, SQLite's
+# write lock stalled the give-back (and every other writer) for the 30 s busy timeout.
+@pytest.mark.timeout(20)
 async def test_an_append_whose_turn_was_taken_over_stores_nothing(
     small_app: FastAPI, tenant: Tenant
 ) -> None:
     """The lease (0.6 s) is renewed while the model runs; here another writer takes the turn
     over meanwhile (as one would after renewals failed): the append is refused, nothing of it
-    is stored, and the other writer's entries stand."""
+    is stored, the other writer's entries stand, and no writer waits on the refused one."""
     async with make_client(small_app) as client:
         cid = await started(client)
         url = f"/v1/conversations/{cid}"

@@ -371,9 +371,15 @@ class ConversationService:
                 history, prefix = await self._history(turn.row)
                 E.check_results(history, prepared.added)
             result = await self._run(prepared, history, prefix, emit)
-            await self._store(prepared, turn.row, len(history), history, result, turn)
-            # Committed here, not by the caller: the same commit gives the turn back.
-            await self.work.commit()
+            try:
+                await self._store(prepared, turn.row, len(history), history, result, turn)
+                # Committed here, not by the caller: the same commit gives the turn back.
+                await self.work.commit()
+            except BaseException:
+                # Ended before the turn is given back in another session, which would wait for
+                # this transaction's write lock on SQLite (until its busy timeout).
+                await self.work.rollback()
+                raise
         return self._response(prepared, result)
 
     async def _run(
