@@ -139,14 +139,20 @@ class EventRepository:
             )
         return conditions
 
+    def settle_lag(self) -> timedelta:
+        """How far behind now a settled read sees: on Postgres, sequence numbers of concurrent
+        transactions can become visible out of order, so a stream holds back the last second."""
+        postgres = self.session.get_bind().dialect.name == "postgresql"
+        return _SETTLE if postgres else timedelta(0)
+
     async def after(
         self, seq: int, wanted: EventFilter, limit: int, *, settled: bool = False
     ) -> list[WorkflowEvent]:
         """Up to `limit` events past position `seq`, in arrival order; `settled`: only those
         that no event of a lower `seq` can still follow (a stream's)."""
         conditions = self._where(wanted)
-        if settled and self.session.get_bind().dialect.name == "postgresql":
-            conditions.append(WorkflowEvent.received_at <= utcnow() - _SETTLE)
+        if settled and self.settle_lag():
+            conditions.append(WorkflowEvent.received_at <= utcnow() - self.settle_lag())
         stmt = (
             sa.select(WorkflowEvent)
             .where(WorkflowEvent.seq > seq, *conditions)

@@ -98,14 +98,16 @@ class EventStream:
         self.after = spec.after
         # When the watched execution's final event arrived, once read.
         self.final_at: datetime | None = None
+        # How far behind the time of a read the events it saw are complete.
+        self.lag = timedelta(0)
 
     async def _read(self) -> tuple[list[bytes], int]:
         """The messages of the next events, and how many events were read."""
         spec = self.spec
         async with unit_of_work(self.sessions) as work:
-            rows = await EventRepository(work.session, spec.tenant).after(
-                self.after, spec.wanted, BATCH, settled=spec.follow
-            )
+            events = EventRepository(work.session, spec.tenant)
+            self.lag = events.settle_lag() if spec.follow else timedelta(0)
+            rows = await events.after(self.after, spec.wanted, BATCH, settled=spec.follow)
             out = []
             for row in rows:
                 if spec.watch and row.execution_id == spec.watch and row.event_type in FINAL:
@@ -169,7 +171,8 @@ class EventStream:
                     ended = await self._ended()
                 # Events come best-effort and out of order (an activity's last one may follow
                 # the workflow's end): the stream ends once it read past a grace period.
-                if ended is not None and read_at - ended >= GRACE:
+                # Counted from what the read could see (a settled read lags behind now).
+                if ended is not None and read_at - self.lag - ended >= GRACE:
                     return
             if now - last_sent >= KEEPALIVE_SECONDS:
                 last_sent = now
