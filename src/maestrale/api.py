@@ -13,6 +13,7 @@ from maestrale.batch.router import router as batch_router
 from maestrale.catalog.router import router as catalog_router
 from maestrale.classifiers.router import router as classifiers_router
 from maestrale.completions.router import router as completions_router
+from maestrale.connectors.router import router as connectors_router
 from maestrale.conversations.router import router as conversations_router
 from maestrale.files.router import router as files_router
 from maestrale.observability.campaigns.router import router as observability_campaigns_router
@@ -31,6 +32,7 @@ api_router.include_router(batch_router)
 api_router.include_router(catalog_router)
 api_router.include_router(classifiers_router)
 api_router.include_router(completions_router)
+api_router.include_router(connectors_router)
 api_router.include_router(conversations_router)
 api_router.include_router(files_router)
 api_router.include_router(observability_campaigns_router)

@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     from maestrale.classifiers.commands import add_parser as add_classifier_parser
 
     add_classifier_parser(sub, _common)
+    from maestrale.connectors.commands import add_parser as add_secrets_parser
+
+    add_secrets_parser(sub, _common)
     return parser
 
 
@@ -254,6 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from maestrale.limits.commands import run as run_limits
 
         return asyncio.run(run_limits(settings, args))
+    if args.command == "secrets":
+        from maestrale.connectors.commands import run as run_secrets
+
+        return asyncio.run(run_secrets(settings, args))
     return asyncio.run(_keys(settings, args))
 
 

@@ -46,8 +46,15 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = Field(
         default=None, description="signs file URLs; generated into the data dir when unset"
     )
+    previous_secret_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="earlier secret keys, still accepted to open the secrets sealed under them"
+        " (connector credentials) until `maestrale secrets reseal` rewrites those",
+    )
     public_url: str | None = Field(
-        default=None, description="base URL of signed links (default: the request's own)"
+        default=None,
+        description="base URL of signed links and of the OAuth2 redirect of connectors"
+        " (default: the request's own)",
     )
     max_upload_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
     batch_concurrency: int = Field(default=16, ge=1, le=1024, description="lines per job")
@@ -122,6 +129,17 @@ class Settings(BaseSettings):
         default=30.0,
         gt=0,
         description="seconds an observability search may run in the database (then 408)",
+    )
+    connector_allow_private: bool = Field(
+        default=False,
+        description="let connectors (MCP servers, their OAuth2 endpoints) be on loopback, private"
+        " and link-local hosts",
+    )
+    connector_tool_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="a connector tool call's limit, unless its own"
+    )
+    connector_tools_ttl_seconds: float = Field(
+        default=300.0, ge=0, description="how long a connector's tool list is answered from cache"
     )
     temporal_address: str | None = Field(
         default=None,
@@ -251,6 +269,11 @@ def make_data_dir(path: Path) -> None:
     """Create the data dir private to its owner, or make an existing one private (mode 0700):
     it holds the database, the blobs and the bootstrap keys."""
     private_dir(path)
+
+
+def previous_secrets(settings: Settings) -> list[bytes]:
+    """The earlier secret keys (`previous_secret_keys`), which still open what they sealed."""
+    return [str(secret_value(key)).encode() for key in settings.previous_secret_keys]
 
 
 def secret_value(value: object) -> str | None:

@@ -14,15 +14,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from maestrale.accounting.recorder import Recorder
 from maestrale.catalog.config import load_catalog
-from maestrale.config import Settings, secret_value
+from maestrale.config import Settings, previous_secrets, secret_value
 from maestrale.conversations.histories import Histories
+from maestrale.conversations.server_tools import ToolboxFactory
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.invalidation import Bus, Invalidator, RedisBus
 from maestrale.core.blobs import BlobStore, LocalBlobStore
+from maestrale.core.crypto import SecretBox
 from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobRegistry
 from maestrale.core.signing import load_or_create_secret
@@ -31,6 +33,9 @@ from maestrale.gateway.gateway import Gateway
 from maestrale.limits.setup import Limits, build_limits, redis_client
 from maestrale.processes.client import HubClient
 from maestrale.workflows.temporal.engine import TemporalEngine, TemporalTarget
+
+if TYPE_CHECKING:
+    from maestrale.connectors.runtime import ConnectorRuntime
 
 log = logging.getLogger("maestrale.services")
 
@@ -49,10 +54,16 @@ class Services:
     blobs: BlobStore
     secret_key: bytes
     histories: Histories
+    # Seals the secrets kept at rest (connector credentials) under keys derived from secret_key.
+    secrets: SecretBox
     hub: HubClient | None = None
     job_registry: JobRegistry = field(default_factory=JobRegistry)
     # The Temporal client of the workflows API; None when workflows are off.
     workflows: TemporalEngine | None = None
+    # Builds the server-run tools (connectors) of a conversation's or agent's tool list.
+    toolboxes: ToolboxFactory | None = None
+    # Reaches connectors' MCP servers (pooled sessions) and refreshes their OAuth2 tokens.
+    connectors: ConnectorRuntime | None = None
 
 
 def make_blob_store(settings: Settings) -> BlobStore:
@@ -96,6 +107,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         bus = HubBus(hub)
     invalidator = Invalidator(key_cache, bus)
     limits = build_limits(settings, db, redis, hub)
+    secret_key = load_or_create_secret(settings.data_dir, secret_value(settings.secret_key))
     invalidator.subscribe_local(limits.provider.on_invalidation)
     services = Services(
         settings=settings,
@@ -108,16 +120,20 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         limits=limits,
         gateway=Gateway(engines, recorder, db, hooks=[limits.hook]),
         blobs=make_blob_store(settings),
-        secret_key=load_or_create_secret(settings.data_dir, secret_value(settings.secret_key)),
+        secret_key=secret_key,
         histories=Histories(),
+        secrets=SecretBox(secret_key, previous_secrets(settings)),
         hub=hub,
         workflows=temporal_engine(settings, settings.temporal_address),
     )
     services.job_registry = build_registry(services)
+    open_connectors(services)
     recorder.start()
     try:
         yield services
     finally:
+        if services.connectors is not None:
+            await services.connectors.aclose()
         await recorder.close()
         await engines.aclose()
         if redis is not None:
@@ -126,6 +142,23 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         if hub is not None:
             await hub.aclose()
         await db.dispose()
+
+
+def open_connectors(services: Services) -> None:
+    """The connector runtime (pooled MCP sessions) and the toolboxes it gives conversations."""
+    from maestrale.connectors.dependencies import connector_settings
+    from maestrale.connectors.mcp.client import McpClients
+    from maestrale.connectors.runtime import ConnectorRuntime
+    from maestrale.connectors.tools import ConnectorToolboxes
+
+    allow_private = services.settings.connector_allow_private
+    services.connectors = ConnectorRuntime(
+        services.db,
+        services.secrets,
+        McpClients(allow_private=allow_private),
+        allow_private=allow_private,
+    )
+    services.toolboxes = ConnectorToolboxes(services.connectors, connector_settings(services))
 
 
 def temporal_engine(settings: Settings, address: str | None) -> TemporalEngine | None:

@@ -7,6 +7,7 @@ from maestrale.admin.users import tables as admin_user_tables
 from maestrale.agents import tables as agent_tables
 from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
+from maestrale.connectors import tables as connector_tables
 from maestrale.conversations import tables as conversation_tables
 from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
@@ -37,6 +38,7 @@ __all__ = [
     "auth_tables",
     "batch_tables",
     "catalog_tables",
+    "connector_tables",
     "conversation_tables",
     "file_tables",
     "job_tables",

@@ -80,7 +80,22 @@ def _workflow_seeds(post: Any) -> dict[str, str]:
     }
 
 
-def seed(client: requests.Session) -> dict[str, str]:
+def _connector_seeds(post: Any, mcp_url: str) -> dict[str, str]:
+    """A connector to a real MCP server, with user credentials."""
+    connector = post("/v1/connectors", {"name": "fuzz", "description": "", "server": mcp_url})
+    post(
+        f"/v1/connectors/{connector['id']}/user/credentials",
+        {"name": "fuzz", "credentials": {"bearer_token": "fuzz-token"}},
+    )
+    return {
+        "connector_id": connector["id"],
+        "connector_id_or_name": connector["id"],
+        "tool_name": "echo",
+        "credentials_name": "fuzz",
+    }
+
+
+def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
     """The ids of the made resources, by the name of the path parameter that takes them."""
     std = {"Authorization": f"Bearer {API_KEY}"}
     adm = {"x-api-key": ADMIN_KEY}
@@ -131,6 +146,7 @@ def seed(client: requests.Session) -> dict[str, str]:
     key = post("/v1/admin/api-keys", {"user_id": user_id, "workspace_uuid": workspace["uuid"]}, adm)
     return {
         **_workflow_seeds(post),
+        **_connector_seeds(post, mcp_url),
         "file_id": file_id,
         "agent_id": agent["id"],
         "version": "0",

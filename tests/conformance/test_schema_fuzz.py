@@ -58,6 +58,7 @@ from tests.conformance.fuzz_seeds import WORKFLOW_DEPLOYMENT, seed
 from tests.support import databases
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 from tests.support.app_fixtures import test_settings as make_settings
+from tests.support.mcp_servers import serve_mcp
 from tests.support.temporal import NAMESPACE
 from tests.workflows.plain_worker import worker_thread
 
@@ -105,6 +106,10 @@ def fuzz_settings(
         similar_events_model="maestrale-embed",
         # The seeded chat completion event is written at once.
         accounting_flush_seconds=0.05,
+        # The seeded connector's MCP server listens on the loopback interface; generated
+        # servers are reached for real: fail them fast.
+        connector_allow_private=True,
+        connector_tool_timeout_seconds=2.0,
     )
 
 
@@ -152,9 +157,16 @@ def fuzzed_app(
 
 
 @pytest.fixture(scope="module")
-def seeds(fuzzed_app: FastAPI) -> dict[str, str]:
+def fuzz_mcp() -> Iterator[str]:
+    """The MCP server of the seeded connector."""
+    with serve_mcp("streamable-http") as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def seeds(fuzzed_app: FastAPI, fuzz_mcp: str) -> dict[str, str]:
     with asgi.get_client(fuzzed_app) as client:
-        return seed(client)
+        return seed(client, fuzz_mcp)
 
 
 def _headers(path: str) -> dict[str, str]:

@@ -13,17 +13,28 @@ from maestrale.agents.schemas import (
     AgentOut,
     AgentUpdate,
 )
-from maestrale.agents.service import AgentService
+from maestrale.agents.service import AgentService, Sealer
 from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import error_responses
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
+from maestrale.dependencies import AppServices
 from maestrale.engines.dependencies import Engines
+from maestrale.services import Services
 
 router = domain_router(prefix="/agents", tags=["agents"])
 
 Sources = Annotated[list[str] | None, Query()]
+
+
+def _sealer(services: Services, tenant: Tenant) -> Sealer | None:
+    """Seals the secrets of the tools an agent stores (a connector tool's authorization)."""
+    factory = services.toolboxes
+    if factory is None:
+        return None
+    return lambda tools: factory.seal(tenant, tools)
 
 
 def _filters(
@@ -44,11 +55,15 @@ def _filters(
 
 @router.post("", response_model=AgentOut, responses=error_responses((404,)))
 async def create_agent(
-    body: AgentCreate, session: DbSession, tenant: CurrentTenant, engines: Engines
+    body: AgentCreate,
+    session: DbSession,
+    tenant: CurrentTenant,
+    engines: Engines,
+    services: AppServices,
 ) -> AgentOut:
     """Create an agent (version 1): a model with instructions, tools, completion arguments,
     handoffs (ids of the workspace's agents), guardrails and metadata."""
-    return await AgentService(session, tenant, engines).create(body)
+    return await AgentService(session, tenant, engines, _sealer(services, tenant)).create(body)
 
 
 @router.get("", response_model=list[AgentOut])
@@ -109,11 +124,17 @@ async def get_agent(
 
 @router.patch("/{agent_id}", response_model=AgentOut)
 async def update_agent(
-    agent_id: str, body: AgentUpdate, session: DbSession, tenant: CurrentTenant, engines: Engines
+    agent_id: str,
+    body: AgentUpdate,
+    session: DbSession,
+    tenant: CurrentTenant,
+    engines: Engines,
+    services: AppServices,
 ) -> AgentOut:
     """Update an agent: a new version, made current, holding the current version's fields with
     the given ones changed."""
-    return await AgentService(session, tenant, engines).update(agent_id, body)
+    service = AgentService(session, tenant, engines, _sealer(services, tenant))
+    return await service.update(agent_id, body)
 
 
 @router.delete("/{agent_id}", status_code=204)

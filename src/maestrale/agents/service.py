@@ -3,6 +3,7 @@ selection by number or alias, aliases, lists and deletion."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +35,10 @@ MAX_VERSION = 2**31
 
 class AgentNotFound(NotFound):
     code = "agent_not_found"
+
+
+# Seals the secrets of a tool list before it is stored.
+Sealer = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
 class AgentVersionNotFound(NotFound):
@@ -85,10 +90,18 @@ def alias_out(row: AgentAlias) -> AgentAliasOut:
 
 
 class AgentService:
-    def __init__(self, session: AsyncSession, tenant: Tenant, engines: EngineRegistry) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        tenant: Tenant,
+        engines: EngineRegistry,
+        seal: Sealer | None = None,
+    ) -> None:
         self.session = session
         self.tenant = tenant
         self.engines = engines
+        # Seals the secrets of the tools an agent stores (a connector tool's authorization).
+        self.seal = seal
         self.repo = AgentRepository(session, tenant)
 
     # Reads.
@@ -226,14 +239,14 @@ class AgentService:
         agent.name, agent.model = row.name, row.model
         agent.meta, agent.deployment_chat = row.meta, row.deployment_chat
 
-    @staticmethod
-    def _fields(body: AgentFields, only_set: bool) -> dict[str, Any]:
+    def _fields(self, body: AgentFields, only_set: bool) -> dict[str, Any]:
         given = body.model_fields_set if only_set else set(type(body).model_fields)
         values: dict[str, Any] = {}
         for name in given:
             value = getattr(body, name)
             if name == "tools":
-                values["tools"] = [tool.stored() for tool in value or []]
+                tools = [tool.stored() for tool in value or []]
+                values["tools"] = self.seal(tools) if self.seal else tools
             elif name == "completion_args":
                 values["completion_args"] = value.stored() if value is not None else {}
             elif name == "metadata":

@@ -19,7 +19,10 @@ PREFIXES = {
     "function.call": "fc",
     "function.result": "fr",
     "agent.handoff": "ho",
+    "tool.execution": "tool",
 }
+# What a model reads of a server tool call the user denied.
+DENIED = "the user denied this tool call"
 
 
 class InvalidInputs(BadRequest):
@@ -64,8 +67,15 @@ def message_output(
 
 
 def function_call(
-    call_id: str, name: str, arguments: str, agent_id: str | None, model: str
+    call_id: str,
+    name: str,
+    arguments: str,
+    agent_id: str | None,
+    model: str,
+    confirmation_status: str | None = None,
 ) -> dict[str, Any]:
+    """A function call the client runs (`confirmation_status` None), or a server tool call
+    awaiting the user's confirmation ("pending"; "allowed" or "denied" once answered)."""
     return entry(
         "function.call",
         agent_id=agent_id,
@@ -73,8 +83,51 @@ def function_call(
         tool_call_id=call_id,
         name=name,
         arguments=arguments,
-        confirmation_status=None,
+        confirmation_status=confirmation_status,
     )
+
+
+def is_client_call(item: dict[str, Any]) -> bool:
+    """A function.call entry the client answers with a function.result (not a server tool call
+    waiting for a confirmation, whose tool.execution entry answers it)."""
+    return item["type"] == "function.call" and item.get("confirmation_status") is None
+
+
+def tool_execution(
+    id_: str,
+    name: str,
+    arguments: str,
+    agent_id: str | None,
+    model: str,
+    *,
+    created_at: str,
+    info: dict[str, Any],
+) -> dict[str, Any]:
+    """A server tool call and its outcome (`info`: its tool_call_id, source, output or error,
+    timing, confirmation...)."""
+    return {
+        "object": "entry",
+        "type": "tool.execution",
+        "created_at": created_at,
+        "completed_at": _now(),
+        "id": id_,
+        "name": name,
+        "arguments": arguments,
+        "agent_id": agent_id,
+        "model": model,
+        "info": info,
+    }
+
+
+def tool_text(item: dict[str, Any]) -> str:
+    """What a model reads of a tool.execution entry: the output, the error, or the denial."""
+    info = item.get("info") or {}
+    if info.get("confirmation") == "denied":
+        return DENIED
+    if info.get("error") is not None:
+        return f"error: {info['error']}"
+    output = info.get("output")
+    return output if isinstance(output, str) else ""
 
 
 def handoff(previous: tuple[str, str], nxt: tuple[str, str]) -> dict[str, Any]:
@@ -168,11 +221,12 @@ def parse_inputs(inputs: Any) -> list[dict[str, Any]]:
 
 
 def check_results(history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
-    """Every function result answers a call of the conversation that has no result yet."""
-    open_calls = {e["tool_call_id"] for e in history if e["type"] == "function.call"}
+    """Every function result answers a call of the conversation (one the client runs) that has
+    no result yet."""
+    open_calls = {e["tool_call_id"] for e in history if is_client_call(e)}
     open_calls -= {e["tool_call_id"] for e in history if e["type"] == "function.result"}
     for item in added:
-        if item["type"] == "function.call":
+        if is_client_call(item):
             open_calls.add(item["tool_call_id"])
         elif item["type"] == "function.result":
             if item["tool_call_id"] not in open_calls:
@@ -193,17 +247,50 @@ def to_messages(instructions: str | None, entries: list[dict[str, Any]]) -> list
 
 
 def append_messages(
-    messages: list[dict[str, Any]], special: list[int], entries: list[dict[str, Any]]
-) -> int:
+    messages: list[dict[str, Any]],
+    special: list[int],
+    entries: list[dict[str, Any]],
+    group: int | None = None,
+) -> tuple[int, int | None]:
     """Add the chat messages of `entries` after `messages`, and to `special` the positions of
     those that are not plain text messages (`{"role": "user" | "assistant" | "system",
     "content": str}`): prefixes, chunked content, tool calls and results, which a turn checks
-    further (see `turn.py`). Return the position of the first message added or changed: a
-    function call following an assistant message with tool calls joins it, and that message
-    is replaced by a copy, never changed, so `messages` may share its dicts with others."""
+    further (see `turn.py`). Return the position of the first message added or changed, and the
+    `group` of the last entries: a function call following an assistant message with tool calls
+    joins it, and so does a tool execution, or one following tool executions (the group: the
+    position of their assistant message, whose tool messages follow it) joins theirs; a joined
+    message is replaced by a copy, never changed, so `messages` may share its dicts with others.
+    A function.call entry waiting for (or given) a confirmation is no message: its tool
+    execution makes the call."""
     first = len(messages)
     for item in entries:
         kind = item["type"]
+        if kind == "tool.execution":
+            call = {
+                "id": (item.get("info") or {}).get("tool_call_id") or item["id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
+                group = len(messages) - 1
+            if group is None:
+                group = len(messages)
+                special.append(group)
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            else:
+                host = messages[group]
+                messages[group] = {**host, "tool_calls": [*host["tool_calls"], call]}
+                first = min(first, group)
+            special.append(len(messages))
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "content": tool_text(item)}
+            )
+            continue
+        if kind == "function.call" and item.get("confirmation_status") is not None:
+            continue
+        # Any other entry ends a group of tool executions (a handoff ends its step).
+        group = None
         if kind == "message.output":
             content = item["content"]
             if type(content) is not str:
@@ -236,4 +323,4 @@ def append_messages(
             messages.append(
                 {"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["result"]}
             )
-    return first
+    return first, group

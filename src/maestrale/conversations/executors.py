@@ -45,6 +45,7 @@ async def run_conversation(
             Turns(services.db, tenant, policy),
             source=source,
             extra=extra,
+            toolboxes=services.toolboxes,
         )
         response = await service.execute(await service.prepare_start(request))
     return response.model_dump(mode="json")

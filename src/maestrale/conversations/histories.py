@@ -2,7 +2,10 @@
 the entries added since its previous read instead of the whole history.
 
 Safe across requests and replicas because entries are append-only and immutable: an entry is
-never changed once written, a conversation's entries are numbered 0, 1, ... (`seq`), and its
+never changed once written (but for the `confirmation_status` of a server tool call, set from
+"pending" to "allowed" or "denied" once answered: a copy that still says "pending" is as good,
+since such a call is no message and what answers it is its tool.execution entry, see
+`confirmations`), a conversation's entries are numbered 0, 1, ... (`seq`), and its
 `entry_count` — the next number — is committed with them, so the first `entry_count` entries of
 a row read at any time are committed and final. A copy of the first k entries,
 read from the database, therefore stays right; an append whose conversation has n ≥ k entries

@@ -153,6 +153,16 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
             await self.session.execute(sa.insert(ENTRIES), rows)
         return True
 
+    async def rewrite_entries(self, conversation_id: str, bodies: list[dict[str, Any]]) -> None:
+        """Store new bodies of entries of the conversation (a call's confirmation status, once
+        answered), by id."""
+        for body in bodies:
+            await self.session.execute(
+                sa.update(ENTRIES)
+                .where(ENTRIES.c.conversation_id == conversation_id, ENTRIES.c.id == body["id"])
+                .values(body=body)
+            )
+
     async def delete_conversation(self, conversation: Conversation) -> None:
         await self.session.execute(
             sa.delete(ConversationEntry).where(ConversationEntry.conversation_id == conversation.id)

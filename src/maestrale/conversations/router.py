@@ -56,6 +56,7 @@ async def _service(
         services.histories,
         Turns(services.db, tenant, policy),
         correlation_id=workflow_execution_id(request),
+        toolboxes=services.toolboxes,
     )
 
 

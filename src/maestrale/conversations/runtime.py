@@ -1,17 +1,22 @@
 """The conversation loop: call the model through the gateway (each turn accounted and recorded
 with the conversation id as correlation id, or the id of the workflow execution that made the
-call), turn its answer into entries, run server-side handoffs, and stop at function calls the
-client must run."""
+call), turn its answer into entries, run server-side handoffs and the calls of the tools the
+server runs (`tool_runs`; the model reads their results in its next turn), and stop at function
+calls the client must run or tool calls the user must confirm."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from maestrale.conversations import entries as E
+from maestrale.conversations import tool_runs
+from maestrale.conversations.server_tools import EMPTY_TOOLBOX, ServerToolbox
+from maestrale.conversations.tool_runs import ServerCall
 from maestrale.conversations.turn import EMPTY, TurnPrefix, check_turn, prepare_turn
 from maestrale.core.errors import BadRequest
+from maestrale.core.ids import new_id
 from maestrale.engines.protocols import ChatEngine
 from maestrale.engines.types import ChatRequest, Usage
 from maestrale.gateway.call import Call
@@ -56,22 +61,34 @@ class Target:
     agent_version: int | None = None
     handoffs: list[str] = field(default_factory=list)
     guardrails: list[dict[str, Any]] = field(default_factory=list)  # checked on a request's input
+    # The tools of `tools` the server runs (connectors'), built by the service from `tools`.
+    toolbox: ServerToolbox = EMPTY_TOOLBOX
 
     def with_guardrails(self, more: list[dict[str, Any]] | None) -> Target:
         """This target with `more` guardrails (a conversation's own, after its agent's)."""
         return replace(self, guardrails=[*self.guardrails, *(more or [])])
 
-    def check_tools(self) -> None:
+    def check_tools(self, handles: Callable[[str], bool] | None = None) -> None:
+        """Refuse tools this server cannot run: any but function tools (run by the client) and
+        the types `handles` says the server runs."""
         for tool in self.tools:
-            if tool.get("type", "function") != "function":
+            kind = tool.get("type", "function")
+            if kind != "function" and not (handles is not None and handles(str(kind))):
+                others = " and connector tools" if handles is not None else ""
                 raise ToolUnavailable(
-                    f"tool type {tool.get('type')!r} cannot run on this server: only function "
-                    "tools (run by the client) are available",
+                    f"tool type {kind!r} cannot run on this server: only function tools (run by "
+                    f"the client){others} are available",
                     param="tools",
                 )
 
     def offered_tools(self) -> list[dict[str, Any]]:
-        offered = [{"type": "function", "function": t["function"]} for t in self.tools]
+        """The function tools, then the tools the server runs, then the handoffs."""
+        offered = [
+            {"type": "function", "function": t["function"]}
+            for t in self.tools
+            if t.get("type", "function") == "function"
+        ]
+        offered.extend(tool.definition() for tool in self.toolbox.tools())
         for agent_id in self.handoffs:
             offered.append(
                 {
@@ -93,6 +110,13 @@ class RunResult:
     target: Target
     # The messages of the entries the last turn was sent (history, inputs, earlier outputs).
     prefix: TurnPrefix = EMPTY
+    # How many of the first outputs precede the request's inputs among the conversation's
+    # entries: the tool executions of the calls the request confirmed or denied.
+    lead: int = 0
+
+    def entries(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The entries the request adds to its conversation, in order."""
+        return [*self.outputs[: self.lead], *inputs, *self.outputs[self.lead :]]
 
 
 LoadAgent = Callable[[str], Awaitable[Target]]
@@ -123,8 +147,8 @@ async def check_first_turn(
 ) -> TurnPrefix:
     """Check the first model turn `run` will make on `entries` (unknown or unfit model, invalid
     completion arguments or messages: the 4xx it would raise), so that a request is refused
-    before a stream opens; return the prefix of `entries` (which `run` then only extends)."""
-    target.check_tools()
+    before a stream opens; return the prefix of `entries` (which `run` then only extends). The
+    target's tools were checked (`Target.check_tools`) when its toolbox was built."""
     turn = await check_turn(
         gateway,
         caller,
@@ -151,20 +175,31 @@ async def run(
     prefix: TurnPrefix = EMPTY,
     source: str = "api",
     extra: Mapping[str, Any] | None = None,
+    inputs: Sequence[dict[str, Any]] = (),
+    confirmed: Sequence[ServerCall] = (),
 ) -> RunResult:
-    """Run model turns on `history` (whose first entries `prefix` holds) until the model
-    answers, calls client functions, or hands off (with `handoff_execution="client"`); a
-    server handoff switches agent and goes on."""
+    """Run the `confirmed` tool calls (those the request confirmed or denied), then model turns
+    on `history`, the calls' entries and `inputs` (of which `prefix` holds the first ones) until
+    the model answers, calls client functions or tools that need a confirmation, or hands off
+    (with `handoff_execution="client"`); a server handoff switches agent and goes on, and so does
+    a turn whose tool calls the server ran (the model reads their results next). At most
+    `MAX_STEPS` turns: past them a run that ran tools ends with what it has (those calls have
+    had their effects and are kept), any other (a handoff loop) is refused."""
     outputs: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    if confirmed:
+        gateway.db.check_released("a tool call")
+        outputs += await tool_runs.execute(target.toolbox, confirmed, emit, 0)
+    lead = len(outputs)
+    before = [*history, *outputs, *inputs]
+    ran_tools = lead > 0
     for _ in range(MAX_STEPS):
-        target.check_tools()
         call, request, prefix = await prepare_turn(
             gateway,
             caller,
             chat_params(target, override),
             target.instructions,
-            history + outputs,
+            before + outputs[lead:],
             correlation_id=correlation_id,
             prefix=prefix,
             source=source,
@@ -186,22 +221,19 @@ async def run(
         functions = [c for c in calls if _handoff_target(c, target) is None]
         if isinstance(content, str) and (content or not calls):
             outputs.append(E.message_output(content, target.agent_id, target.model, message_id))
-        for c in functions:
-            fn = c.get("function") or {}
-            arguments = fn.get("arguments", "{}")
-            outputs.append(
-                E.function_call(
-                    str(c.get("id") or ""),
-                    str(fn.get("name") or ""),
-                    arguments if isinstance(arguments, str) else E.arguments_text(arguments),
-                    target.agent_id,
-                    target.model,
-                )
-            )
+        runs, waiting = _sort_calls(functions, target)
+        if runs:
+            gateway.db.check_released("a tool call")
+            outputs += await tool_runs.execute(target.toolbox, runs, emit, len(outputs))
+            ran_tools = True
+        for item in waiting:
+            outputs.append(item)
             if emit is not None:
-                await emit(function_call_event(outputs[-1], len(outputs) - 1))
-        if functions or not handoffs:
-            return RunResult(outputs, usage, target, prefix)
+                await emit(function_call_event(item, len(outputs) - 1))
+        if waiting or not (handoffs or runs):
+            return RunResult(outputs, usage, target, prefix, lead)
+        if not handoffs:
+            continue  # the model reads the results of the tools the server ran
         next_id = _handoff_target(handoffs[0], target)
         assert next_id is not None
         nxt = await load_agent(next_id)
@@ -213,10 +245,42 @@ async def run(
                 await emit(event)
         target = nxt
         if handoff_execution == "client":
-            return RunResult(outputs, usage, target, prefix)
+            return RunResult(outputs, usage, target, prefix, lead)
+    if ran_tools:
+        return RunResult(outputs, usage, target, prefix, lead)
     raise TooManySteps(
         f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
     )
+
+
+def _sort_calls(
+    calls: list[dict[str, Any]], target: Target
+) -> tuple[list[ServerCall], list[dict[str, Any]]]:
+    """A turn's (non-handoff) tool calls: those the server runs now, and the function.call
+    entries of the others, in call order: client function calls, and calls of server tools that
+    wait for the user's confirmation."""
+    tools = {tool.name: tool for tool in target.toolbox.tools()}
+    runs: list[ServerCall] = []
+    waiting: list[dict[str, Any]] = []
+    for c in calls:
+        fn = c.get("function") or {}
+        name = str(fn.get("name") or "")
+        arguments = fn.get("arguments", "{}")
+        arguments = arguments if isinstance(arguments, str) else E.arguments_text(arguments)
+        tool = tools.get(name)
+        call_id = str(c.get("id") or "")
+        if tool is None:
+            waiting.append(E.function_call(call_id, name, arguments, target.agent_id, target.model))
+            continue
+        # A server call is named by its id (in its entries, and by a confirmation).
+        call_id = call_id or "call_" + new_id().replace("-", "")
+        if tool.requires_confirmation:
+            waiting.append(
+                E.function_call(call_id, name, arguments, target.agent_id, target.model, "pending")
+            )
+        else:
+            runs.append(ServerCall(call_id, name, arguments, tool, target.agent_id, target.model))
+    return runs, waiting
 
 
 def _handoff_target(call: dict[str, Any], target: Target) -> str | None:
@@ -305,7 +369,7 @@ def function_call_event(item: dict[str, Any], output_index: int) -> dict[str, An
         "arguments": item["arguments"],
         "model": item["model"],
         "agent_id": item["agent_id"],
-        "confirmation_status": None,
+        "confirmation_status": item.get("confirmation_status"),
     }
 
 

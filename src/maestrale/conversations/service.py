@@ -10,9 +10,8 @@ from typing import Any
 import orjson
 
 from maestrale.agents.service import AgentService
+from maestrale.conversations import confirmations, runtime
 from maestrale.conversations import entries as E
-from maestrale.conversations import runtime
-from maestrale.conversations.confirmations import refuse_confirmations
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.repository import ConversationRepository, TurnRow
 from maestrale.conversations.schemas import (
@@ -20,10 +19,13 @@ from maestrale.conversations.schemas import (
     ConversationResponse,
     ConversationRestart,
     ConversationStart,
+    ToolCallConfirmation,
     UsageOut,
 )
+from maestrale.conversations.server_tools import ToolboxFactory
 from maestrale.conversations.shapes import describe, listing_json
 from maestrale.conversations.tables import Conversation
+from maestrale.conversations.tool_runs import ServerCall
 from maestrale.conversations.turn import EMPTY, TurnPrefix
 from maestrale.conversations.turns import (
     ConversationChanged,
@@ -74,6 +76,10 @@ class Prepared:
     append: bool = False  # an append that stores: it runs holding the conversation's turn
     guarded: list[dict[str, Any]] | None = None  # the results of the guardrails checked so far
     checked: set[str] = field(default_factory=set)  # their configurations
+    # An append's answers to the tool calls awaiting confirmation, and the calls they answer
+    # (resolved against `history`; again against the history read under the turn if it moved).
+    confirmations: list[ToolCallConfirmation] = field(default_factory=list)
+    confirmed: list[ServerCall] = field(default_factory=list)
 
 
 class ConversationService:
@@ -90,6 +96,7 @@ class ConversationService:
         source: str = "api",
         extra: Mapping[str, Any] | None = None,
         correlation_id: str | None = None,
+        toolboxes: ToolboxFactory | None = None,
     ) -> None:
         self.work = work
         self.tenant = tenant
@@ -107,6 +114,8 @@ class ConversationService:
         # The correlation id of the model calls when not the conversation's own (a workflow
         # execution's, for the calls of a workflow's activities).
         self.correlation_id = correlation_id
+        # Builds the toolboxes of the tools the server runs (None: it runs none).
+        self.toolboxes = toolboxes
 
     def in_work(self, work: UnitOfWork) -> ConversationService:
         """The same caller's service in another unit of work (a stream outlives its request)."""
@@ -121,6 +130,7 @@ class ConversationService:
             source=self.source,
             extra=self.extra,
             correlation_id=self.correlation_id,
+            toolboxes=self.toolboxes,
         )
 
     def _correlation(self, prepared: Prepared) -> str:
@@ -155,6 +165,22 @@ class ConversationService:
             guardrails=list(row.guardrails or []),
         )
 
+    async def _equip(self, target: runtime.Target) -> None:
+        """Check the target's tools (400 `tool_unavailable` for a type this server cannot run)
+        and build the toolbox of those the server runs, reading what they name with the
+        request's session (before it is released: their calls run with none open)."""
+        factory = self.toolboxes
+        handles = factory.handles if factory is not None else None
+        target.check_tools(handles)
+        if factory is not None and any(
+            t.get("type", "function") != "function" for t in target.tools
+        ):
+            target.toolbox = await factory.build(self.work.session, self.tenant, target.tools)
+
+    def _stored_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A tool list as stored: the secrets its server-run tools carry sealed."""
+        return self.toolboxes.seal(self.tenant, tools) if self.toolboxes else tools
+
     async def _guard(
         self, prepared: Prepared, target: runtime.Target, added: list[dict[str, Any]]
     ) -> None:
@@ -177,12 +203,17 @@ class ConversationService:
         prepared.guarded = [*(prepared.guarded or []), *results]
 
     async def _ready(self, prepared: Prepared) -> Prepared:
-        """Check the request's inputs against its history, its first model turn (model,
+        """Check the request's inputs against its history, its tools (and build their toolbox),
+        its answers to the tool calls awaiting confirmation, its first model turn (model,
         completion arguments, messages), then its guardrails; the reads are over (nothing stays
         open while the request waits for its turn or its model)."""
         E.check_results(prepared.history, prepared.added)
+        await self._equip(prepared.target)
+        prepared.confirmed = confirmations.resolve(
+            prepared.history, prepared.confirmations, prepared.target.toolbox
+        )
         await self.work.release()
-        prepared.prefix = await runtime.check_first_turn(
+        prefix = await runtime.check_first_turn(
             self.gateway,
             self.caller,
             self._correlation(prepared),
@@ -191,6 +222,10 @@ class ConversationService:
             override=prepared.override,
             prefix=prepared.prefix,
         )
+        if not prepared.confirmed:
+            # With confirmations, the calls' entries come between the history and the inputs:
+            # the run extends the history's prefix instead.
+            prepared.prefix = prefix
         await self._guard(prepared, prepared.target, prepared.added)
         await self.work.release()
         return prepared
@@ -234,7 +269,7 @@ class ConversationService:
             target = runtime.Target(
                 model=body.model,
                 instructions=body.instructions,
-                tools=[t.stored() for t in body.tools or []],
+                tools=self._stored_tools([t.stored() for t in body.tools or []]),
                 completion_args=override or {},
                 guardrails=stored(body.guardrails) or [],
             )
@@ -271,18 +306,22 @@ class ConversationService:
         return await self._ready(prepared)
 
     async def prepare_append(self, conversation_id: str, body: ConversationAppend) -> Prepared:
-        refuse_confirmations(body.tool_confirmations)
+        """Inputs, and the answers to the tool calls awaiting confirmation (`tool_confirmations`:
+        each must be answered when any is pending; then inputs may be empty)."""
         row = await self.get_row(conversation_id)
         history, prefix = await self._history(row)
+        answers = list(body.tool_confirmations or [])
+        inputs = body.inputs
         prepared = Prepared(
             row.id,
             await self.target_of(row),
             history,
-            E.parse_inputs(body.inputs) if body.inputs is not None else [],
+            [] if inputs is None or (answers and inputs == []) else E.parse_inputs(inputs),
             body.completion_args.stored() if body.completion_args else None,
             body.handoff_execution,
             prefix=prefix,
             append=body.store,
+            confirmations=answers,
         )
         return await self._ready(prepared)
 
@@ -301,6 +340,7 @@ class ConversationService:
             {**item, "id": f"{item['id'].split('_', 1)[0]}_{new_id().replace('-', '')}"}
             for item in await self.repo.entries(source, upto_seq=entry.seq)
         ]
+        confirmations.refuse_pending(history, body.from_entry_id)
         conversation_id = new_conversation_id()
         create = None
         if body.store:
@@ -370,6 +410,9 @@ class ConversationService:
             if turn.row.entry_count != len(history):  # another append came in between
                 history, prefix = await self._history(turn.row)
                 E.check_results(history, prepared.added)
+                prepared.confirmed = confirmations.resolve(
+                    history, prepared.confirmations, prepared.target.toolbox
+                )
             result = await self._run(prepared, history, prefix, emit)
             try:
                 await self._store(prepared, turn.row, len(history), history, result, turn)
@@ -400,9 +443,10 @@ class ConversationService:
             )
 
         async def load_agent(agent_id: str) -> runtime.Target:
-            """A server handoff's next agent (its current version), whose guardrails check the
-            request's inputs too before it answers."""
+            """A server handoff's next agent (its current version) with its tools, whose
+            guardrails check the request's inputs too before it answers."""
             target = await self.agent_target(agent_id, None)
+            await self._equip(target)
             await self._guard(prepared, target, prepared.added)
             await self.work.release()
             return target
@@ -412,7 +456,7 @@ class ConversationService:
             self.caller,
             self._correlation(prepared),
             prepared.target,
-            history + prepared.added,
+            history,
             override=prepared.override,
             handoff_execution=prepared.handoff_execution,
             load_agent=load_agent,
@@ -420,6 +464,8 @@ class ConversationService:
             prefix=prefix,
             source=self.source,
             extra=self.extra,
+            inputs=prepared.added,
+            confirmed=prepared.confirmed,
         )
 
     async def _store(
@@ -433,15 +479,15 @@ class ConversationService:
     ) -> None:
         """Write the entries of `history` from `first` on (a restart's copy), the request's and
         the model's, after the `first` ones of conversation `row` (with `turn`, only while it
-        holds); once committed, they are this
-        process's copy of the history, with the turn messages the run built (see
+        holds), and the confirmation status of the calls it answered; once committed, they are
+        this process's copy of the history, with the turn messages the run built (see
         `histories`). A server handoff leaves the conversation on the agent it handed to."""
         conversation_id = row.id
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if row.agent_id is not None and result.target.agent_id != row.agent_id:
             target = result.target
             changes.update(agent_id=target.agent_id, agent_version=target.agent_version)
-        new = [*history[first:], *prepared.added, *result.outputs]
+        new = [*history[first:], *result.entries(prepared.added)]
         owner = turn.owner if turn is not None else None
         if not await self.repo.add_entries(conversation_id, first, new, owner=owner, **changes):
             raise ConversationChanged(
@@ -449,6 +495,10 @@ class ConversationService:
                 "stored; retry",
                 param="conversation_id",
             )
+        answered = confirmations.answered(history[:first], prepared.confirmed)
+        if answered:
+            await self.repo.rewrite_entries(conversation_id, list(answered.values()))
+            history = [answered.get(position, item) for position, item in enumerate(history)]
         key, entries = (self.tenant.workspace_id, conversation_id), (*history[:first], *new)
 
         def committed() -> None:

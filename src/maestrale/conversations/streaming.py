@@ -15,6 +15,7 @@ from fastapi import Request, Response
 
 from maestrale.conversations import entries as E
 from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.core.disconnect import cancel_on_disconnect
 from maestrale.core.errors import AppError
 from maestrale.core.responses import json_model
 from maestrale.core.sse import sse_event, sse_response
@@ -42,9 +43,10 @@ def _error(message: str, status: int) -> bytes:
 async def respond(
     request: Request, service: ConversationService, prepared: Prepared, stream: bool
 ) -> Response:
-    """Run a prepared request: as JSON, or as a stream of conversation events."""
+    """Run a prepared request: as JSON, or as a stream of conversation events. Either way a
+    client that goes away cancels the run (its model and tool calls), and nothing is stored."""
     if not stream:
-        return json_model(await service.execute(prepared))
+        return json_model(await cancel_on_disconnect(request, service.execute(prepared)))
     sessionmaker = app_services(request).db.sessionmaker
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 

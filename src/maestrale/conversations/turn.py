@@ -99,13 +99,16 @@ class TurnPrefix:
     messages: tuple[dict[str, Any], ...] = ()
     special: tuple[int, ...] = ()
     chars: int = 0
+    # The assistant message of the tool executions that end the entries, which the next tool
+    # execution joins (see `E.append_messages`); None when they end otherwise.
+    group: int | None = None
 
     def extend(self, entries: list[dict[str, Any]]) -> tuple[TurnPrefix | None, list[Any]]:
         """This prefix followed by `entries`; or None and the schema errors of the first
         message the `Message` schema refuses (their loc from the prefix's first message)."""
         messages = list(self.messages)
         special = list(self.special)
-        fresh = E.append_messages(messages, special, entries)
+        fresh, group = E.append_messages(messages, special, entries, self.group)
         for index in special:
             if index < fresh:
                 continue
@@ -114,7 +117,8 @@ class TurnPrefix:
             except ValidationError as exc:
                 return None, [{**e, "loc": ("messages", index, *e["loc"])} for e in exc.errors()]
         chars = self.chars - _chars(self.messages[fresh:]) + _chars(messages[fresh:])
-        prefix = TurnPrefix(self.count + len(entries), tuple(messages), tuple(special), chars)
+        count = self.count + len(entries)
+        prefix = TurnPrefix(count, tuple(messages), tuple(special), chars, group)
         return prefix, []
 
 

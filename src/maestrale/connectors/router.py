@@ -1,0 +1,366 @@
+"""The /v1/connectors group (beta): MCP tool servers, their OAuth2 authorization, sharing,
+activation at the organization, workspace and user levels, credentials, and their tools."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import orjson
+from fastapi import Query, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from maestrale.connectors.authorization import complete
+from maestrale.connectors.dependencies import (
+    Authorization,
+    Service,
+    Tools,
+    base_url,
+    runtime_of,
+    service_factory,
+)
+from maestrale.connectors.schemas import (
+    AuthUrlOut,
+    CallToolIn,
+    ConnectorCreate,
+    ConnectorUpdate,
+    CredentialsIn,
+    MessageOut,
+    ToolExecutionConfig,
+)
+from maestrale.core.disconnect import cancel_on_disconnect
+from maestrale.core.errors import error_responses
+from maestrale.core.responses import json_bytes
+from maestrale.core.routing import Work, domain_router
+from maestrale.dependencies import AppServices
+
+router = domain_router(prefix="/connectors", tags=["connectors"])
+
+AuthType = Literal["oauth2", "bearer", "none", "github_app", "slack_app"]
+Scope = Literal["org", "workspace", "user"]
+REACHES = error_responses((403, 409, 502, 504))
+
+
+def _json(value: Any, status_code: int = 200) -> Response:
+    return json_bytes(orjson.dumps(value), status_code=status_code)
+
+
+def _message(text: str) -> MessageOut:
+    return MessageOut(message=text)
+
+
+@router.get("", responses={200: {"description": "PaginatedConnectors"}})
+async def list_connectors(
+    service: Service,
+    cursor: str | None = Query(default=None, max_length=512),
+    page_size: int = 100,
+    active: bool | None = None,
+) -> Response:
+    """The connectors the caller can see (its organization's shared ones, its workspace's and
+    its own private ones), oldest first, a cursor page at a time."""
+    return _json(await service.list_page(cursor, page_size, active))
+
+
+@router.post("", status_code=201, responses={201: {"description": "Connector"}, **REACHES})
+async def create_connector(body: ConnectorCreate, service: Service, tools: Tools) -> Response:
+    """Create a connector to an MCP server (streamable HTTP or SSE). The server is reached at
+    once: its card and tools are cached (a server that needs authorization first is created
+    all the same, and reached again once authorized)."""
+    row = await service.create(body)
+    await tools.refresh(row)
+    return _json(await service.describe(await service.row(row.id)), 201)
+
+
+@router.get("/oauth2/callback", include_in_schema=False)
+async def oauth_callback(
+    request: Request,
+    services: AppServices,
+    work: Work,
+    state: str = Query(max_length=8192),
+    code: str | None = Query(default=None, max_length=8192),
+    error: str | None = Query(default=None, max_length=512),
+) -> Response:
+    """The redirect of a connector's OAuth2 authorization: exchanges the code and stores the
+    tokens (its `state` says for whom; no key is needed)."""
+    name, back = await complete(
+        runtime_of(services).box,
+        service_factory(services, work),
+        work.release,
+        state=state,
+        code=code,
+        error=error,
+    )
+    if back:
+        return RedirectResponse(back, status_code=302)
+    return HTMLResponse(
+        f"<!doctype html><title>Connected</title><p>Connector <b>{_html(name)}</b> is "
+        "authorized. You can close this window.</p>"
+    )
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@router.get("/{connector_id_or_name}", responses={200: {"description": "Connector"}})
+async def get_connector(
+    connector_id_or_name: str,
+    service: Service,
+    fetch_user_data: bool = False,
+    fetch_customer_data: bool = False,
+) -> Response:
+    """One connector, by id or name, with its cached tools and the caller's credentials (their
+    names and status, never their values)."""
+    return _json(await service.describe(await service.row(connector_id_or_name)))
+
+
+@router.patch("/{connector_id}", responses={200: {"description": "Connector"}, **REACHES})
+async def update_connector(
+    connector_id: str, body: ConnectorUpdate, service: Service, tools: Tools
+) -> Response:
+    """Update a connector (its creator, or an admin of its level). A new server or new
+    headers are reached at once."""
+    row = await service.update(connector_id, body)
+    if row.tools_refreshed_at is None:
+        await tools.refresh(row)
+        row = await service.row(row.id)
+    return _json(await service.describe(row))
+
+
+@router.delete("/{connector_id}", response_model=MessageOut, responses=error_responses((403,)))
+async def delete_connector(connector_id: str, service: Service) -> MessageOut:
+    """Delete a connector, its activations and every credential kept for it."""
+    await service.delete(connector_id)
+    return _message(f"connector {connector_id} deleted")
+
+
+@router.get(
+    "/{connector_id_or_name}/auth_url",
+    response_model=AuthUrlOut,
+    responses=error_responses((502, 504)),
+)
+async def get_auth_url(
+    connector_id_or_name: str,
+    request: Request,
+    authorization: Authorization,
+    app_return_url: str | None = Query(default=None, max_length=2048),
+    method_type: AuthType | None = None,
+    credentials_name: str | None = Query(default=None, max_length=128),
+    github_installation_link: bool = False,
+) -> AuthUrlOut:
+    """The URL where a user authorizes the connector (OAuth2 authorization code with PKCE);
+    the authorization server redirects to this server, which stores the tokens as the caller's
+    credentials named `credentials_name` ("default" if not given)."""
+    return AuthUrlOut(
+        **await authorization.auth_url(
+            connector_id_or_name,
+            base_url=base_url(request),
+            credentials_name=credentials_name,
+            app_return_url=app_return_url,
+            method_type=method_type,
+        )
+    )
+
+
+@router.put(
+    "/{connector_id}/share", response_model=MessageOut, responses=error_responses((403, 409))
+)
+async def share_connector(connector_id: str, service: Service) -> MessageOut:
+    """Share a private connector with the workspace (its creator only, with the
+    ShareConnectorToWorkspace permission). Irreversible."""
+    await service.share(connector_id)
+    return _message(f"connector {connector_id} is shared with the workspace")
+
+
+@router.delete(
+    "/{connector_id}/share", response_model=MessageOut, responses=error_responses((409,))
+)
+async def unshare_connector(connector_id: str, service: Service) -> MessageOut:
+    """Sharing cannot be undone: this always answers 409 (a private connector: it is not
+    shared), saying so."""
+    await service.unshare(connector_id)
+    return _message("unreachable")
+
+
+async def _activate(
+    service: Service, connector_id: str, scope: str, body: ToolExecutionConfig | None
+) -> MessageOut:
+    config = body.stored() if body is not None else {}
+    await service.set_active(connector_id, scope, True, config)
+    return _message(f"connector {connector_id} activated for the {scope} level")
+
+
+async def _deactivate(service: Service, connector_id: str, scope: str) -> MessageOut:
+    await service.set_active(connector_id, scope, False, None)
+    return _message(f"connector {connector_id} deactivated for the {scope} level")
+
+
+@router.post(
+    "/{connector_id}/organization/activate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def activate_for_organization(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector for every member of the organization (an organization admin), with
+    the tool lists that level applies."""
+    return await _activate(service, connector_id, "org", body)
+
+
+@router.post(
+    "/{connector_id}/organization/deactivate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def deactivate_for_organization(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector for the whole organization (an organization admin)."""
+    return await _deactivate(service, connector_id, "org")
+
+
+@router.post(
+    "/{connector_id}/workspace/activate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def activate_for_workspace(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector for the workspace (a workspace admin)."""
+    return await _activate(service, connector_id, "workspace", body)
+
+
+@router.post(
+    "/{connector_id}/workspace/deactivate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def deactivate_for_workspace(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector for the workspace (a workspace admin)."""
+    return await _deactivate(service, connector_id, "workspace")
+
+
+@router.post("/{connector_id}/user/activate", response_model=MessageOut)
+async def activate_for_user(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector for the caller's user."""
+    return await _activate(service, connector_id, "user", body)
+
+
+@router.post("/{connector_id}/user/deactivate", response_model=MessageOut)
+async def deactivate_for_user(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector for the caller's user."""
+    return await _deactivate(service, connector_id, "user")
+
+
+@router.get(
+    "/{connector_id_or_name}/tools", responses={200: {"description": "MCP tools"}, **REACHES}
+)
+async def list_tools(
+    connector_id_or_name: str,
+    tools: Tools,
+    page: int = 1,
+    page_size: int = 100,
+    refresh: bool = False,
+    pretty: bool = False,
+    credentials_name: str | None = Query(default=None, max_length=128),
+) -> Response:
+    """The connector's tools (MCP tool definitions), from the cache while it is younger than
+    its TTL (`refresh=true` reaches the server now)."""
+    return _json(
+        await tools.list_tools(
+            connector_id_or_name,
+            refresh=refresh,
+            credentials_name=credentials_name,
+            page=page,
+            page_size=page_size,
+        )
+    )
+
+
+@router.post(
+    "/{connector_id_or_name}/tools/{tool_name}/call",
+    responses={200: {"description": "ConnectorToolCallResponse"}, **REACHES},
+)
+async def call_tool(
+    connector_id_or_name: str,
+    tool_name: str,
+    request: Request,
+    tools: Tools,
+    body: CallToolIn | None = None,
+    credentials_name: str | None = Query(default=None, max_length=128),
+) -> Response:
+    """Run one tool of the connector with the caller's credentials. A tool that fails answers
+    200 with `metadata.mcp_meta.isError`; a server that cannot be reached, 502 (504 when it
+    does not answer in time). A client that goes away cancels the call."""
+    arguments = (body.arguments if body is not None else None) or {}
+    called = tools.call(connector_id_or_name, tool_name, arguments, credentials_name)
+    return _json(await cancel_on_disconnect(request, called))
+
+
+@router.get(
+    "/{connector_id_or_name}/authentication_methods",
+    responses={200: {"description": "PublicAuthenticationMethod list"}},
+)
+async def get_authentication_methods(connector_id_or_name: str, service: Service) -> Response:
+    """How the connector's server can be authenticated to."""
+    described = await service.describe(await service.row(connector_id_or_name), with_tools=False)
+    return _json(described["supported_auth_methods"])
+
+
+def _credentials_routes(level: str, scope: Scope) -> None:
+    path = f"/{{connector_id_or_name}}/{level}/credentials"
+
+    @router.get(path, name=f"list_{level}_credentials")
+    async def list_credentials(
+        connector_id_or_name: str,
+        service: Service,
+        auth_type: AuthType | None = None,
+        fetch_default: bool = False,
+    ) -> Response:
+        return _json(
+            await service.list_credentials(connector_id_or_name, scope, auth_type, fetch_default)
+        )
+
+    @router.post(
+        path,
+        name=f"put_{level}_credentials",
+        response_model=MessageOut,
+        responses=error_responses((403,)),
+    )
+    async def put_credentials(
+        connector_id_or_name: str, body: CredentialsIn, service: Service
+    ) -> MessageOut:
+        await service.put_credentials(connector_id_or_name, scope, body)
+        return _message(f"credentials {body.name!r} saved")
+
+    @router.delete(
+        f"{path}/{{credentials_name}}",
+        name=f"delete_{level}_credentials",
+        response_model=MessageOut,
+        responses=error_responses((403,)),
+    )
+    async def delete_credentials(
+        connector_id_or_name: str, credentials_name: str, service: Service
+    ) -> MessageOut:
+        await service.delete_credentials(connector_id_or_name, scope, credentials_name)
+        return _message(f"credentials {credentials_name!r} deleted")
+
+    list_credentials.__doc__ = f"The {level}-level credentials of a connector (names and status)."
+    put_credentials.__doc__ = (
+        f"Create or replace named {level}-level credentials of a connector (OAuth2 tokens, a "
+        "bearer token or headers), kept sealed."
+    )
+    delete_credentials.__doc__ = f"Delete named {level}-level credentials of a connector."
+
+
+_credentials_routes("organization", "org")
+_credentials_routes("workspace", "workspace")
+_credentials_routes("user", "user")
+
+
+@router.delete("/{connector_id_or_name}/user/credentials", response_model=MessageOut)
+async def delete_all_user_credentials(connector_id_or_name: str, service: Service) -> MessageOut:
+    """Delete every user-level credential of the caller for a connector."""
+    count = await service.delete_credentials(connector_id_or_name, "user", None)
+    return _message(f"{count} credentials deleted")

@@ -1,0 +1,183 @@
+"""Who sees and may change a connector: tenancy (another organization never sees one), private
+connectors (their owner only), sharing (the creator, with the workspace role's permission;
+irreversible), activation at each level, credentials (sealed, never shown), and the SSRF guard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import select
+
+from maestrale.app import create_app
+from maestrale.connectors.tables import Connector, ConnectorCredential
+from tests.connectors.conftest import member_key
+from tests.support import app_fixtures
+from tests.support.app_fixtures import create_tenant, make_client
+from tests.support.mcp_servers import ServerProbe
+
+
+async def _create(
+    client: httpx.AsyncClient, url: str, name: str, **extra: object
+) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/connectors", json={"name": name, "description": "d", "server": url, **extra}
+    )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def test_another_organization_never_sees_a_connector(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    created = await _create(conn_client, url, "mine", visibility="shared_org")
+    other = await create_tenant(conn_app.state.services.db)
+    async with make_client(conn_app, other.key) as stranger:
+        assert (await stranger.get("/v1/connectors")).json()["items"] == []
+        for path in (f"/v1/connectors/{created['id']}", "/v1/connectors/mine"):
+            r = await stranger.get(path)
+            assert r.status_code == 404 and r.json()["code"] == "connector_not_found"
+        call = await stranger.post(
+            f"/v1/connectors/{created['id']}/tools/echo/call", json={"arguments": {"text": "x"}}
+        )
+        assert call.status_code == 404
+        assert (await stranger.delete(f"/v1/connectors/{created['id']}")).status_code == 404
+        # Its own connector of the same name is its own business.
+        assert (await _create(stranger, url, "mine"))["id"] != created["id"]
+
+
+async def test_private_connectors_and_sharing(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    contributor = await member_key(
+        conn_app, "c@example.com", workspace_roles=["workspace_contributor"]
+    )
+    plain = await member_key(conn_app, "u@example.com", workspace_roles=["user"])
+    async with make_client(conn_app, contributor) as creator, make_client(conn_app, plain) as peer:
+        private = await _create(creator, url, "private-one")
+        assert private["visibility"] == "private" and private["private_tool_execution"]
+        assert (await peer.get("/v1/connectors/private-one")).status_code == 404
+        # Not the creator: refused, even by the workspace's admin key.
+        refused = await conn_client.put(f"/v1/connectors/{private['id']}/share")
+        assert refused.status_code == 404  # the owner's private connector is invisible to it
+        other_private = await _create(peer, url, "peer-one")
+        no_permission = await peer.put(f"/v1/connectors/{other_private['id']}/share")
+        assert no_permission.status_code == 403
+        assert "ShareConnectorToWorkspace" in no_permission.json()["message"]
+
+        shared = await creator.put(f"/v1/connectors/{private['id']}/share")
+        assert shared.status_code == 200 and shared.json()["message"]
+        seen = (await peer.get("/v1/connectors/private-one")).json()
+        assert seen["visibility"] == "shared_workspace" and seen["owner_type"] == "workspace"
+        again = await creator.put(f"/v1/connectors/{private['id']}/share")
+        assert again.status_code == 409
+        undo = await creator.delete(f"/v1/connectors/{private['id']}/share")
+        assert undo.status_code == 409 and undo.json()["code"] == "connector_share_irreversible"
+        # A plain user may use a shared connector, not delete it.
+        assert (await peer.delete(f"/v1/connectors/{private['id']}")).status_code == 403
+
+
+async def test_activation_levels_and_tool_lists(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    created = await _create(conn_client, url, "acts", visibility="shared_workspace")
+    cid = created["id"]
+    assert created["active"] is True
+    plain = await member_key(conn_app, "p@example.com", workspace_roles=["user"])
+    async with make_client(conn_app, plain) as user:
+        refused = await user.post(f"/v1/connectors/{cid}/workspace/deactivate")
+        assert refused.status_code == 403
+        refused = await user.post(f"/v1/connectors/{cid}/organization/activate", json={})
+        assert refused.status_code == 403
+        mine = await user.post(f"/v1/connectors/{cid}/user/activate", json={"exclude": ["fail"]})
+        assert mine.status_code == 200
+        tools = (await user.get(f"/v1/connectors/{cid}/tools")).json()
+        assert "fail" not in {t["name"] for t in tools} and "echo" in {t["name"] for t in tools}
+        excluded = await user.post(f"/v1/connectors/{cid}/tools/fail/call", json={})
+        assert excluded.status_code == 403
+
+        # The workspace's admin (the bootstrap key) switches it off for everyone in it: a
+        # user's own activation cannot switch it back on.
+        off = await conn_client.post(f"/v1/connectors/{cid}/workspace/deactivate")
+        assert off.status_code == 200
+        assert (await user.get(f"/v1/connectors/{cid}")).json()["active"] is False
+        blocked = await user.post(f"/v1/connectors/{cid}/tools/echo/call", json={})
+        assert blocked.status_code == 400 and blocked.json()["code"] == "connector_inactive"
+        listed = (await user.get("/v1/connectors", params={"active": "false"})).json()
+        assert [c["id"] for c in listed["items"]] == [cid]
+        assert (await user.get("/v1/connectors", params={"active": "true"})).json()["items"] == []
+
+    on = await conn_client.post(
+        f"/v1/connectors/{cid}/workspace/activate", json={"include": ["echo", "add"]}
+    )
+    assert on.status_code == 200
+    tools = (await conn_client.get(f"/v1/connectors/{cid}/tools")).json()
+    assert {t["name"] for t in tools} == {"echo", "add"}
+    bad = await conn_client.post(
+        f"/v1/connectors/{cid}/workspace/activate", json={"include": ["a"], "exclude": ["b"]}
+    )
+    assert bad.status_code == 422
+
+
+async def test_credentials_are_sealed_and_reach_the_server(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    secret_header, secret_token = "hdr-5ecret-value", "tok-5ecret-value"
+    created = await _create(conn_client, url, "creds", headers={"X-Org-Key": secret_header})
+    assert secret_header not in str(created)
+    put = await conn_client.post(
+        "/v1/connectors/creds/user/credentials",
+        json={"name": "mine", "credentials": {"bearer_token": secret_token}},
+    )
+    assert put.status_code == 200, put.text
+    listed = (await conn_client.get("/v1/connectors/creds/user/credentials")).json()
+    assert listed["credentials"][0]["name"] == "mine"
+    assert listed["credentials"][0]["authentication_type"] == "bearer"
+    assert listed["credentials"][0]["is_default"] is True
+    described = (await conn_client.get("/v1/connectors/creds")).json()
+    assert secret_token not in str(described) and secret_header not in str(described)
+    assert described["connection_credentials"][0]["name"] == "mine"
+
+    seen = (await conn_client.post("/v1/connectors/creds/tools/headers/call", json={})).json()
+    text = seen["content"][0]["text"]
+    assert secret_token in text and secret_header in text  # they reached the server
+
+    async with conn_app.state.services.db.session() as session:
+        rows = (await session.execute(select(ConnectorCredential))).scalars().all()
+        connector = (await session.execute(select(Connector))).scalars().one()
+    assert rows and all(secret_token not in r.sealed for r in rows)
+    assert connector.headers_sealed and secret_header not in connector.headers_sealed
+
+    missing = await conn_client.delete("/v1/connectors/creds/user/credentials/nope")
+    assert missing.status_code == 404
+    gone = await conn_client.delete("/v1/connectors/creds/user/credentials/mine")
+    assert gone.status_code == 200
+    assert (await conn_client.get("/v1/connectors/creds/user/credentials")).json() == {
+        "credentials": [],
+        "connector_preset_credentials_for_auth": ["none"],
+    }
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "169.254.169.254"]
+)
+async def test_private_servers_are_refused_by_default(
+    database_url: str, tmp_path: Path, tools_server: tuple[str, ServerProbe], host: str
+) -> None:
+    url, _ = tools_server
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    app = create_app(app_fixtures.test_settings(database_url, tmp_path / "data"))
+    async with app.router.lifespan_context(app), make_client(app) as client:
+        r = await client.post(
+            "/v1/connectors",
+            json={"name": "ssrf", "description": "d", "server": f"http://{host}:{port}/mcp"},
+        )
+        assert r.status_code == 400 and r.json()["code"] == "url_not_allowed", r.text
+        assert (await client.get("/v1/connectors")).json()["items"] == []
