@@ -19,7 +19,7 @@ from sqlalchemy import select
 from maestrale.agents.tables import AgentVersion
 from maestrale.conversations.tables import Conversation
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
-from tests.support.live import free_port
+from tests.support.live import on_socket
 from tests.support.mcp_servers import ServerProbe
 
 MODEL = "maestrale-echo"
@@ -246,17 +246,9 @@ async def test_a_client_that_leaves_cancels_a_direct_call(
     while `slow` runs cancels it on the MCP server."""
     url, probe = tools_server
     await _connector(conn_client, url)
-    port = free_port()
-    config = uvicorn.Config(
-        conn_app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    try:
+    async with on_socket(conn_app) as port:
         calls, cancelled = probe.tool_calls, probe.cancellations
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
         payload = b'{"arguments": {"seconds": 30}}'
         writer.write(
             f"POST /v1/connectors/tools/tools/slow/call HTTP/1.1\r\nHost: test\r\n"
@@ -269,6 +261,3 @@ async def test_a_client_that_leaves_cancels_a_direct_call(
         writer.close()
         await writer.wait_closed()
         assert await probe.wait_for("cancellations", cancelled + 1) > cancelled
-    finally:
-        server.should_exit = True
-        await serving

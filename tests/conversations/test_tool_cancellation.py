@@ -23,7 +23,7 @@ from tests.conversations.toolbox_fixture import (
     start,
 )
 from tests.support.app_fixtures import API_KEY
-from tests.support.live import free_port
+from tests.support.live import on_socket
 
 WAIT = 15
 
@@ -36,19 +36,8 @@ def toolboxes(app: FastAPI) -> FixtureToolboxes:
 @pytest.fixture
 async def port(app: FastAPI) -> AsyncIterator[int]:
     """`app` served on a real socket."""
-    import uvicorn
-
-    number = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=number, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    yield number
-    server.should_exit = True
-    await task
+    async with on_socket(app) as number:
+        yield number
 
 
 async def send_and_leave(

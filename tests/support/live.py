@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import uvicorn
+from fastapi import FastAPI
 
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 
@@ -74,3 +79,23 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@asynccontextmanager
+async def on_socket(app: FastAPI) -> AsyncIterator[int]:
+    """`app` (its lifespan already started) served by uvicorn on a real socket of this event
+    loop, for tests that need what the in-process transport never does (a client that
+    disconnects); yields the port."""
+    number = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=number, lifespan="off", log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    try:
+        yield number
+    finally:
+        server.should_exit = True
+        await task
