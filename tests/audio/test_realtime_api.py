@@ -25,7 +25,7 @@ from maestrale.accounting.tables import UsageRecord
 from tests.audio.conftest import WHISPER_ID, lent_app
 from tests.audio.speech import encode, shipped, wer
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
-from tests.support.live import free_port
+from tests.support.live import on_socket
 
 pytest.importorskip("av")
 np = pytest.importorskip("numpy")
@@ -51,26 +51,10 @@ def silence(seconds: float, rate: int = 16_000, width: int = 2) -> bytes:
     return bytes(int(seconds * rate) * width)
 
 
-async def start_server(app: FastAPI) -> tuple[Any, asyncio.Task[None], str]:
-    import uvicorn
-
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    return server, task, f"ws://127.0.0.1:{port}"
-
-
 @pytest.fixture
 async def served(app: FastAPI) -> AsyncIterator[str]:
-    server, task, url = await start_server(app)
-    yield url
-    server.should_exit = True
-    await task
+    async with on_socket(app) as port:
+        yield f"ws://127.0.0.1:{port}"
 
 
 def ws(url: str, model: str | None = WHISPER_ID, key: str | None = API_KEY) -> Any:
@@ -253,29 +237,26 @@ async def test_unknown_websocket_paths_are_404(served: str) -> None:
 async def test_audio_past_the_duration_limit_ends_the_session(
     database_url: str, tmp_path: Path, whisper: Any
 ) -> None:
-    async with lent_app(database_url, tmp_path / "data", whisper, audio_max_seconds=3) as app:
-        server, task, url = await start_server(app)
-        try:
-            async with ws(url) as conn:
-                assert (await receive(conn))["type"] == "session.created"
-                await append(conn, pcm16())  # 3.9 s
-                events = await until(conn, "error")
-                assert (events[-1]["error"]["code"], events[-1]["error"]["error_code"]) == (
-                    413,
-                    "audio_too_long",
-                )
-                with pytest.raises(ConnectionClosed):
-                    await receive(conn)
-                assert conn.close_code == 1008
-            async with ws(url) as conn:  # a client that goes away mid-session
-                assert (await receive(conn))["type"] == "session.created"
-                await append(conn, pcm16()[:32_000])
-            for _ in range(100):
-                rows = await usage_rows(app)
-                if len(rows) == 2:
-                    break
-                await asyncio.sleep(0.05)
-            assert sorted(r.status_code for r in rows) == [413, 499]
-        finally:
-            server.should_exit = True
-            await task
+    lent = lent_app(database_url, tmp_path / "data", whisper, audio_max_seconds=3)
+    async with lent as app, on_socket(app) as port:
+        url = f"ws://127.0.0.1:{port}"
+        async with ws(url) as conn:
+            assert (await receive(conn))["type"] == "session.created"
+            await append(conn, pcm16())  # 3.9 s
+            events = await until(conn, "error")
+            assert (events[-1]["error"]["code"], events[-1]["error"]["error_code"]) == (
+                413,
+                "audio_too_long",
+            )
+            with pytest.raises(ConnectionClosed):
+                await receive(conn)
+            assert conn.close_code == 1008
+        async with ws(url) as conn:  # a client that goes away mid-session
+            assert (await receive(conn))["type"] == "session.created"
+            await append(conn, pcm16()[:32_000])
+        for _ in range(100):
+            rows = await usage_rows(app)
+            if len(rows) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(r.status_code for r in rows) == [413, 499]

@@ -3,7 +3,6 @@ shared by the events tests."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import time
@@ -14,7 +13,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from tests.support.live import free_port
+from tests.support.live import on_socket
 from tests.workflows.plain_worker import register
 
 _ATTRIBUTES: dict[str, dict[str, Any]] = {
@@ -88,18 +87,5 @@ async def started_execution(client: httpx.AsyncClient) -> str:
 @contextlib.asynccontextmanager
 async def served(app: FastAPI) -> AsyncIterator[str]:
     """`app` on a real socket: the in-process transport does not stream responses."""
-    import uvicorn
-
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
+    async with on_socket(app) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
