@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from maestrale.app import create_app
 from maestrale.connectors.tables import Connector, ConnectorCredential
+from maestrale.core.auth.repository import KeyRepository, TenancyRepository
 from tests.connectors.conftest import member_key
 from tests.support import app_fixtures
 from tests.support.app_fixtures import create_tenant, make_client
@@ -181,3 +182,77 @@ async def test_private_servers_are_refused_by_default(
         )
         assert r.status_code == 400 and r.json()["code"] == "url_not_allowed", r.text
         assert (await client.get("/v1/connectors")).json()["items"] == []
+
+
+async def test_organization_wide_connectors_and_another_workspace(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    org_wide = await _create(conn_client, url, "everyone", visibility="shared_org")
+    local = await _create(conn_client, url, "local", visibility="shared_workspace")
+    async with conn_app.state.services.db.session() as session:
+        tenancy = TenancyRepository(session)
+        home = await tenancy.default_workspace()
+        assert home is not None
+        ws = await tenancy.create_workspace(home.organization_id, "second", is_default=False)
+        _, key = await KeyRepository(session).create_key(
+            kind="standard",
+            organization_id=home.organization_id,
+            workspace_id=ws.id,
+            user_id=None,
+            name="second",
+        )
+    async with make_client(conn_app, key) as neighbour:
+        listed = (await neighbour.get("/v1/connectors")).json()["items"]
+        assert [c["id"] for c in listed] == [org_wide["id"]]
+        assert (await neighbour.get(f"/v1/connectors/{local['id']}")).status_code == 404
+    plain = await member_key(conn_app, "m@example.com", workspace_roles=["workspace_admin"])
+    async with make_client(conn_app, plain) as member:
+        refused = await _post(member, url, "mine-for-all", visibility="shared_org")
+        assert refused.status_code == 403
+
+
+async def _post(client: httpx.AsyncClient, url: str, name: str, **extra: object) -> httpx.Response:
+    body = {"name": name, "description": "d", "server": url, **extra}
+    return await client.post("/v1/connectors", json=body)
+
+
+async def test_pages_and_hostile_queries(
+    conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    url, _ = tools_server
+    ids = [(await _create(conn_client, url, f"c{i}"))["id"] for i in range(3)]
+    first = (await conn_client.get("/v1/connectors", params={"page_size": 2})).json()
+    assert [c["id"] for c in first["items"]] == ids[:2]
+    cursor = first["pagination"]["next_cursor"]
+    assert first["pagination"]["page_size"] == 2 and cursor
+    second = (
+        await conn_client.get("/v1/connectors", params={"page_size": 2, "cursor": cursor})
+    ).json()
+    assert [c["id"] for c in second["items"]] == ids[2:]
+    assert second["pagination"]["next_cursor"] is None
+    for params in (
+        {"page_size": 0},
+        {"page_size": 10**6},
+        {"page_size": 2**70},
+        {"cursor": "not-a-cursor"},
+        {"cursor": "e30"},  # {} encoded: no position
+    ):
+        r = await conn_client.get("/v1/connectors", params=params)
+        assert r.status_code in (400, 422), (params, r.text)
+    for params in ({"page": 0}, {"page": 2**63}, {"page_size": 0}):
+        r = await conn_client.get(f"/v1/connectors/{ids[0]}/tools", params=params)
+        assert r.status_code in (400, 422), (params, r.text)
+    hostile = [
+        {"headers": {"X-Bad": "a\r\nInjected: 1"}},
+        {"headers": {"bad name": "v"}},
+        {"headers": {"X-Obj": {"nested": 1}}},
+        {"server": "file:///etc/passwd"},
+        {"server": "gopher://example.com/"},
+        {"tool_timeout_seconds": 10**9},
+        {"description": "x" * 5000},
+    ]
+    for extra in hostile:
+        r = await _post(conn_client, url, "hostile", **extra)
+        assert r.status_code in (400, 422), (extra, r.text)
+    assert (await conn_client.get("/v1/connectors/hostile")).status_code == 404
