@@ -243,7 +243,7 @@ async def test_pages_and_hostile_queries(
     for params in ({"page": 0}, {"page": 2**63}, {"page_size": 0}):
         r = await conn_client.get(f"/v1/connectors/{ids[0]}/tools", params=params)
         assert r.status_code in (400, 422), (params, r.text)
-    hostile = [
+    hostile: list[dict[str, Any]] = [
         {"headers": {"X-Bad": "a\r\nInjected: 1"}},
         {"headers": {"bad name": "v"}},
         {"headers": {"X-Obj": {"nested": 1}}},
