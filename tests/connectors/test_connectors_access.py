@@ -138,7 +138,17 @@ async def test_credentials_are_sealed_and_reach_the_server(
         json={"name": "mine", "credentials": {"bearer_token": secret_token}},
     )
     assert put.status_code == 200, put.text
+    replaced = await conn_client.post(
+        "/v1/connectors/creds/user/credentials",
+        json={"name": "mine", "title": "Mine", "credentials": {"bearer_token": secret_token}},
+    )
+    assert replaced.status_code == 200
+    bad_name = await conn_client.get(
+        "/v1/connectors/creds/auth_url", params={"credentials_name": "no spaces allowed"}
+    )
+    assert bad_name.status_code == 422
     listed = (await conn_client.get("/v1/connectors/creds/user/credentials")).json()
+    assert len(listed["credentials"]) == 1 and listed["credentials"][0]["title"] == "Mine"
     assert listed["credentials"][0]["name"] == "mine"
     assert listed["credentials"][0]["authentication_type"] == "bearer"
     assert listed["credentials"][0]["is_default"] is True

@@ -18,7 +18,6 @@ from maestrale.connectors.oauth.client import (
 from maestrale.connectors.oauth.discovery import server_metadata
 from maestrale.connectors.oauth.pkce import challenge, new_verifier
 from maestrale.connectors.oauth.state import open_state, seal_state
-from maestrale.connectors.schemas import ConnectionCredentialsIn, CredentialsIn, OAuthTokenIn
 from maestrale.connectors.service import ConnectorService
 from maestrale.connectors.tools import ConnectorTools
 from maestrale.core.auth.principal import Tenant
@@ -160,14 +159,8 @@ async def complete(
         allow_private=service.settings.allow_private,
         timeout=service.settings.tool_timeout,
     )
-    oauth = tokens.as_json()
-    await service.put_credentials(
-        row.id,
-        payload["scope"],
-        CredentialsIn(
-            name=payload["name"],
-            credentials=ConnectionCredentialsIn(oauth=OAuthTokenIn.model_validate(oauth)),
-        ),
+    await service.store_credentials(
+        row.id, payload["scope"], payload["name"], {"oauth": tokens.as_json()}, tokens.expires_at
     )
     tools = ConnectorTools(service, release)
     await tools.refresh(await service.row(row.id), payload["name"])

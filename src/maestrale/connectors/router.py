@@ -19,6 +19,7 @@ from maestrale.connectors.dependencies import (
     service_factory,
 )
 from maestrale.connectors.schemas import (
+    CREDENTIALS_NAME,
     AuthUrlOut,
     CallToolIn,
     ConnectorCreate,
@@ -144,7 +145,7 @@ async def get_auth_url(
     authorization: Authorization,
     app_return_url: str | None = Query(default=None, max_length=2048),
     method_type: AuthType | None = None,
-    credentials_name: str | None = Query(default=None, max_length=128),
+    credentials_name: str | None = Query(default=None, pattern=CREDENTIALS_NAME),
     github_installation_link: bool = False,
 ) -> AuthUrlOut:
     """The URL where a user authorizes the connector (OAuth2 authorization code with PKCE);

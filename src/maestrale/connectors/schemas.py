@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+CREDENTIALS_NAME = r"^[A-Za-z0-9_.-]{1,128}$"
 MAX_URL = 2048
 MAX_HEADERS = 64
 MAX_TOOL_LIST = 512
@@ -154,7 +155,7 @@ class ConnectionCredentialsIn(_In):
 
 
 class CredentialsIn(_In):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+    name: str = Field(pattern=CREDENTIALS_NAME)
     title: str | None = Field(default=None, max_length=256)
     is_default: bool | None = None
     credentials: ConnectionCredentialsIn | None = None

@@ -267,50 +267,70 @@ class ConnectorService:
 
     async def put_credentials(self, id_or_name: str, scope: str, body: CredentialsIn) -> None:
         row = await self.row(id_or_name)
-        scope_id = await self._level(scope, "manage credentials")
         payload = body.credentials.model_dump(mode="json") if body.credentials else {}
         expires_at = None
         if payload.get("oauth"):
-            payload["oauth"], expires_at = _oauth(payload["oauth"])
-        payload = {k: v for k, v in payload.items() if v}
-        others = await self.repo.credentials(row.id, [(scope, scope_id)])
-        existing = [c for c in others if c.name == body.name]
-        if body.is_default:
-            await self.repo.clear_default(row.id, scope, scope_id)
-        sealed = C.seal_credential(self.box, payload)
-        now = utcnow()
-        if existing:
-            cred = existing[0]
-            cred.sealed, cred.auth_type, cred.expires_at = (
-                sealed,
-                C.auth_type_of(payload),
-                expires_at,
-            )
-            cred.version += 1
-            cred.status, cred.status_reason, cred.updated_at = "valid", None, now
-            if body.title is not None:
-                cred.title = body.title
-            if body.is_default is not None:
-                cred.is_default = body.is_default
-            await self.session.flush()
-            return
-        await self.repo.add_credential(
-            ConnectorCredential(
-                id=new_id(),
-                connector_id=row.id,
-                organization_id=self.tenant.organization_id,
-                scope=scope,
-                scope_id=scope_id,
-                name=body.name,
-                title=body.title,
-                auth_type=C.auth_type_of(payload),
-                is_default=bool(body.is_default) or not others,
-                sealed=sealed,
-                expires_at=expires_at,
-                created_at=now,
-                updated_at=now,
-            )
+            tokens = _tokens(payload["oauth"])
+            payload["oauth"], expires_at = tokens.as_json(), tokens.expires_at
+        await self.store_credentials(
+            row.id,
+            scope,
+            body.name,
+            {k: v for k, v in payload.items() if v},
+            expires_at,
+            title=body.title,
+            is_default=body.is_default,
         )
+
+    async def store_credentials(
+        self,
+        connector_id: str,
+        scope: str,
+        name: str,
+        payload: dict[str, Any],
+        expires_at: datetime | None,
+        *,
+        title: str | None = None,
+        is_default: bool | None = None,
+    ) -> None:
+        """Create or replace the caller's credentials `name` at `scope` (sealed). The first
+        credentials of a level are its default."""
+        scope_id = await self._level(scope, "manage credentials")
+        others = await self.repo.credentials(connector_id, [(scope, scope_id)])
+        existing = next((c for c in others if c.name == name), None)
+        if is_default:
+            await self.repo.clear_default(connector_id, scope, scope_id)
+        values: dict[str, Any] = {
+            "sealed": C.seal_credential(self.box, payload),
+            "auth_type": C.auth_type_of(payload),
+            "expires_at": expires_at,
+            "status": "valid",
+            "status_reason": None,
+            "updated_at": utcnow(),
+        }
+        if title is not None:
+            values["title"] = title
+        if is_default is not None or existing is None:
+            values["is_default"] = bool(is_default) or not others
+        if existing is None:
+            await self.repo.add_credential(
+                ConnectorCredential(
+                    id=new_id(),
+                    connector_id=connector_id,
+                    organization_id=self.tenant.organization_id,
+                    scope=scope,
+                    scope_id=scope_id,
+                    name=name,
+                    version=1,
+                    created_at=values["updated_at"],
+                    **values,
+                )
+            )
+            return
+        for key, value in values.items():
+            setattr(existing, key, value)
+        existing.version += 1
+        await self.session.flush()
 
     async def list_credentials(
         self, id_or_name: str, scope: str, auth_type: str | None, fetch_default: bool
@@ -438,9 +458,8 @@ class ConnectorService:
         )
 
 
-def _oauth(given: dict[str, Any]) -> tuple[dict[str, Any], datetime | None]:
-    """Tokens a client sets (the SDK's OAuth2Token: `expires_in` seconds or `expires_at`) as
-    they are stored, and their expiry."""
+def _tokens(given: dict[str, Any]) -> Tokens:
+    """Tokens a client sets (the SDK's OAuth2Token: `expires_in` seconds or `expires_at`)."""
     expires_at: datetime | None = None
     if given.get("expires_in") is not None:
         expires_at = utcnow() + timedelta(seconds=int(given["expires_in"]))
@@ -452,14 +471,13 @@ def _oauth(given: dict[str, Any]) -> tuple[dict[str, Any], datetime | None]:
                 "credentials.oauth.expires_at must be an ISO 8601 date-time",
                 param="credentials.oauth.expires_at",
             ) from exc
-    tokens = Tokens(
+    return Tokens(
         access_token=given["access_token"],
         token_type=given.get("token_type") or "Bearer",
         refresh_token=given.get("refresh_token"),
         expires_at=expires_at,
         scope=given.get("scope"),
     )
-    return tokens.as_json(), expires_at
 
 
 def _name_taken(name: str) -> ConnectorNameTaken:
