@@ -4,7 +4,9 @@ server: create, list, get, update, delete, tools and a direct tool call."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from mistralai.client import Mistral
+from mistralai.client.errors import SDKError
 from mistralai.client.types.basemodel import Unset
 
 from tests.support.mcp_servers import ServerProbe
@@ -75,3 +77,60 @@ async def test_crud_and_validation(
     gone = await conn_client.delete(f"/v1/connectors/{updated.json()['id']}")
     assert gone.status_code == 200 and "message" in gone.json()
     assert (await conn_client.get("/v1/connectors/uno")).status_code == 404
+
+
+async def test_every_operation_parses_in_the_sdk(
+    sdk: Mistral, tools_server: tuple[str, ServerProbe]
+) -> None:
+    """Each method of `client.beta.connectors` against this server: the SDK parses every
+    answer (its required fields are there)."""
+    url, _ = tools_server
+    c = sdk.beta.connectors
+    created = await c.create_async(
+        name="all", description="d", server=url, headers={"X-Org": "v"}, visibility="private"
+    )
+    updated = await c.update_async(connector_id=created.id, title="All", description="dd")
+    assert updated.title == "All" and updated.description == "dd"
+    methods = await c.get_authentication_methods_async(connector_id_or_name="all")
+    assert {m.method_type for m in methods} >= {"bearer"}
+    for level in ("organization", "workspace", "user"):
+        put = getattr(c, f"create_or_update_{level}_credentials_async")
+        answer = await put(
+            connector_id_or_name="all",
+            name=f"{level}-creds",
+            credentials={"bearer_token": f"{level}-token"},
+            is_default=True,
+        )
+        assert answer.message
+        listed = await getattr(c, f"list_{level}_credentials_async")(connector_id_or_name="all")
+        assert [x.name for x in listed.credentials] == [f"{level}-creds"]
+        assert listed.credentials[0].authentication_type == "bearer"
+    for level in ("organization", "workspace"):
+        gone = await getattr(c, f"delete_{level}_credentials_async")(
+            connector_id_or_name="all", credentials_name=f"{level}-creds"
+        )
+        assert gone.message
+    assert (
+        await c.delete_user_credentials_async(
+            connector_id_or_name="all", credentials_name="user-creds"
+        )
+    ).message
+    assert (await c.delete_all_user_credentials_async(connector_id_or_name="all")).message
+    for level in ("organization", "workspace", "user"):
+        on = await getattr(c, f"activate_for_{level}_async")(
+            connector_id=created.id, exclude=["fail"]
+        )
+        off = await getattr(c, f"deactivate_for_{level}_async")(connector_id=created.id)
+        assert on.message and off.message
+        await getattr(c, f"activate_for_{level}_async")(connector_id=created.id)
+    fetched = await c.get_async(connector_id_or_name=created.id, fetch_user_data=True)
+    assert fetched.active is True and fetched.connection_preferences
+    assert (await c.share_async(connector_id=created.id)).message
+    with pytest.raises(SDKError) as refused:
+        await c.unshare_async(connector_id=created.id)
+    assert refused.value.status_code == 409
+    with pytest.raises(SDKError) as no_oauth:
+        await c.get_auth_url_async(connector_id_or_name="all", credentials_name="x")
+    assert no_oauth.value.status_code == 400
+    assert (await c.delete_async(connector_id=created.id)).message
+    assert (await c.list_async()).items == []
