@@ -314,3 +314,18 @@ async def test_official_sdk(wf_app: FastAPI, wf_client: httpx.AsyncClient) -> No
         assert one.remaining_executions == 3 and one.cron_expressions == [YEARLY]
         await schedules.trigger_schedule_async(schedule_id=schedule_id, overlap=6)
         await schedules.unschedule_workflow_async(schedule_id=schedule_id)
+
+
+def test_durations_are_written_in_days_and_time() -> None:
+    """Long durations are written as days (`P2707DT15H`), never as years (`P7Y152D`, which RFC
+    3339 refuses): the schema fuzz found the list answering a form its schema does not allow."""
+    from datetime import timedelta
+
+    from maestrale.workflows.schedules.schemas import ScheduleInterval, iso_duration
+
+    interval = ScheduleInterval(every=timedelta(days=2707, hours=15), offset=timedelta(0))
+    assert interval.model_dump(mode="json") == {"every": "P2707DT15H", "offset": "PT0S"}
+    assert iso_duration(timedelta(seconds=90)) == "PT1M30S"
+    assert ScheduleInterval.model_validate({"every": "P2707DT15H"}).every == timedelta(
+        days=2707, hours=15
+    )

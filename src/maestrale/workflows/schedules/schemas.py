@@ -13,7 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 INT32_MAX = 2**31 - 1
 MAX_DURATION = timedelta(days=36500)
@@ -35,6 +42,25 @@ OptionalId = Annotated[str | None, Field(default=None, max_length=256)]
 
 # The largest page of the schedules list.
 MAX_PAGE = 100
+
+
+def iso_duration(value: timedelta) -> str:
+    """An ISO-8601 duration in days and time (`P2707DT15H`): never in years or months, which
+    a duration of days does not have (pydantic writes 2707 days as `P7Y152D`, a form RFC 3339
+    refuses and readers take for calendar years)."""
+    days, rest = value.days, value.seconds
+    hours, minutes, seconds = rest // 3600, rest // 60 % 60, rest % 60
+    text = f"P{days}D" if days else "P"
+    clock = "".join(f"{amount}{unit}" for amount, unit in ((hours, "H"), (minutes, "M")) if amount)
+    if value.microseconds:
+        clock += f"{seconds + value.microseconds / 1_000_000:g}S"
+    elif seconds or not (days or clock):
+        clock += f"{seconds}S"
+    return text + ("T" + clock if clock else "")
+
+
+# A duration read as ISO 8601 or seconds, written by `iso_duration`.
+Duration = Annotated[timedelta, PlainSerializer(iso_duration, return_type=str, when_used="json")]
 
 
 def _duration(value: timedelta | None, smallest: timedelta) -> timedelta | None:
@@ -66,8 +92,8 @@ class ScheduleCalendar(BaseModel):
 
 
 class ScheduleInterval(BaseModel):
-    every: timedelta
-    offset: timedelta | None = None
+    every: Duration
+    offset: Duration | None = None
 
     @field_validator("every")
     @classmethod
@@ -98,7 +124,7 @@ class ScheduleSpecIn(BaseModel):
     skip: list[ScheduleCalendar] | None = Field(default=None, max_length=100)
     start_at: datetime | None = None
     end_at: datetime | None = None
-    jitter: timedelta | None = None
+    jitter: Duration | None = None
     time_zone_name: str | None = Field(default=None, min_length=1, max_length=64)
 
     @field_validator("start_at", "end_at")

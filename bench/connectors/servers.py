@@ -1,0 +1,68 @@
+"""The processes of a run: the MCP tool server (`bench/connectors/mcp_server.py`) and `maestrale
+serve`, started as `tests/support/live.py` does and allowed to reach the loopback MCP server; the
+connector that points at it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from bench.gateway.processes import BenchError, stop_process
+from tests.support.live import start_server
+
+
+async def start_mcp_server(log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`python -m bench.connectors.mcp_server` on a free port: the process and its endpoint."""
+    cmd = [sys.executable, "-m", "bench.connectors.mcp_server"]
+    with open(log, "wb") as err:
+        proc = await asyncio.to_thread(subprocess.Popen, cmd, stdout=subprocess.PIPE, stderr=err)
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60)
+    except TimeoutError:
+        line = b""
+    url = line.decode().strip()
+    if not url.startswith("http://"):
+        stop_process(proc, "")
+        raise BenchError(f"the MCP server did not start: {log.read_text(errors='replace')[-2000:]}")
+    return proc, url
+
+
+async def start_maestrale(db_url: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`maestrale migrate`, then `maestrale serve --no-worker`, private addresses allowed for
+    connectors (the MCP server listens on 127.0.0.1, which is refused by default)."""
+    data = home / "data"
+    data.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "MAESTRALE_CONNECTOR_ALLOW_PRIVATE": "true",
+        "MAESTRALE_LOG_LEVEL": "WARNING",
+    }
+    migrate = [sys.executable, "-m", "maestrale", "migrate", "--data-dir", str(data)]
+    done = await asyncio.to_thread(
+        subprocess.run, [*migrate, "--database-url", db_url], env=env, capture_output=True
+    )
+    if done.returncode != 0:
+        raise BenchError(f"`maestrale migrate` failed: {done.stderr.decode()[-2000:]}")
+    try:
+        return await asyncio.to_thread(
+            start_server, data, "--no-worker", "--database-url", db_url, env=env
+        )
+    except RuntimeError as exc:
+        raise BenchError(str(exc)[-3000:]) from exc
+
+
+async def create_connector(http: aiohttp.ClientSession, url: str, name: str, server: str) -> None:
+    """`POST /v1/connectors`: Maestrale reaches the server and lists its tools at once."""
+    body = {"name": name, "description": "benchmark tools", "server": server}
+    async with http.post(f"{url}/v1/connectors", json=body) as response:
+        data = await response.json()
+        if response.status != 201:
+            raise BenchError(f"create connector: HTTP {response.status} {data}")
+    if "echo" not in {tool.get("name") for tool in data.get("tools") or []}:
+        raise BenchError(f"the connector does not list the tool echo: {str(data)[:500]}")
