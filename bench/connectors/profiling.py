@@ -1,21 +1,21 @@
-"""`--profile DIR`: py-spy of the Maestrale server during sequential direct tool calls (run and
-summarized by bench/workflows/profiling.py), with the summary's steps those of a connector call."""
+"""`--profile DIR`: py-spy of the Maestrale server during sequential direct tool calls, run and
+summarized by bench/workflows/profiling.py with the steps of a connector call in place of those of
+an execute-and-wait."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
 from bench.workflows import profiling
 from bench.workflows.load import Call
 
-MCP_CONNECT = ("AsyncHTTPConnection._connect",)
 # Steps of `POST /v1/connectors/{id}/tools/{tool}/call`, by function (qualified names as py-spy
-# prints them); a step's share is the samples with one of them on the stack.
+# prints them); a step's share is the samples with one of them on the stack. py-spy shows the
+# ORM's greenlets and the SDK's tasks on stacks of their own: the steps overlap, and the whole
+# request does not hold them.
 STEPS = (
-    (
-        "whole request (uvicorn run_asgi; the ORM's greenlets not included)",
-        ("RequestResponseCycle.run_asgi",),
-    ),
+    ("whole request (uvicorn run_asgi)", ("RequestResponseCycle.run_asgi",)),
     ("  FastAPI route matching (_IncludedRouter._match)", ("_IncludedRouter._match",)),
     ("  auth + dependencies + body (solve_dependencies)", ("solve_dependencies",)),
     ("  ConnectorTools.call", ("ConnectorTools.call",)),
@@ -26,44 +26,22 @@ STEPS = (
     ("    ConnectorRuntime.call (the MCP call, this task)", ("ConnectorRuntime.call",)),
     ("  sending the response (uvicorn send)", ("RequestResponseCycle.send",)),
     (
-        "the SDK's POST of the request (its own task)",
+        "the SDK's POST to the MCP server (its own task)",
         ("StreamableHTTPTransport._handle_post_request",),
     ),
-    ("  of which a new TCP connection (each SSE answer is closed early)", MCP_CONNECT),
+    (
+        "  of which a new TCP connection (the SDK closes SSE answers early)",
+        ("AsyncHTTPConnection._connect",),
+    ),
     ("httpx2 requests to the MCP server (any task)", ("AsyncClient.send",)),
+    ("anyio's library lookup (sniffio -> asyncio.current_task)", ("current_async_library",)),
     ("SQLAlchemy ORM, any stack (greenlets included)", profiling.SESSION),
 )
 
 
-def summarize(collapsed: str, calls: int) -> list[str]:
-    """bench/workflows' summary (by package, by function), its steps replaced by these."""
-    lines = profiling.summarize(collapsed, calls)
-    rest = 1 + len(profiling.STEPS)  # its header, then its steps
-    if len(lines) <= rest:
-        return lines
-    counts = [0] * len(STEPS)
-    samples = 0
-    for line in collapsed.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        names = {f.split(" (", 1)[0] for f in stack.split(";")}
-        samples += int(count_text)
-        for k, (_, functions) in enumerate(STEPS):
-            if not names.isdisjoint(functions):
-                counts[k] += int(count_text)
-    ms = 1000 / profiling.RATE / max(1, calls)  # of one sample, per call
-    steps = [
-        f"    {n / max(1, samples) * 100:5.1f}% {n * ms:5.2f} ms  {label}"
-        for (label, _), n in zip(STEPS, counts, strict=True)
-    ]
-    return [lines[0], *steps, *lines[rest:]]
-
-
 async def profile_calls(pid: int, call: Call, seconds: float, out: Path) -> list[str]:
-    lines = await profiling.profile_server(pid, call, seconds, out)
-    if not out.exists():
-        return lines
-    head = lines[0].replace("execute-and-wait calls", "tool calls")
-    calls = int(head.split()[0]) if head.split()[0].isdigit() else 0
-    return [head, *summarize(out.read_text(), calls)]
+    """py-spy of `pid` while `call` runs in a loop for `seconds`: the summary lines."""
+    # bench/workflows' summary reads its module's STEPS: these stand in for the run.
+    with mock.patch.object(profiling, "STEPS", STEPS):
+        lines = await profiling.profile_server(pid, call, seconds, out)
+    return [lines[0].replace("execute-and-wait calls", "tool calls"), *lines[1:]]

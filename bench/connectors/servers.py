@@ -5,7 +5,6 @@ connector that points at it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import aiohttp
 
 from bench.gateway.processes import BenchError, stop_process
+from bench.gateway.targets import Spec, migrate_maestrale
 from tests.support.live import start_server
 
 
@@ -33,26 +33,20 @@ async def start_mcp_server(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-async def start_maestrale(db_url: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`maestrale migrate`, then `maestrale serve --no-worker`, private addresses allowed for
-    connectors (the MCP server listens on 127.0.0.1, which is refused by default)."""
-    data = home / "data"
-    data.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "MAESTRALE_CONNECTOR_ALLOW_PRIVATE": "true",
-        "MAESTRALE_LOG_LEVEL": "WARNING",
-    }
-    migrate = [sys.executable, "-m", "maestrale", "migrate", "--data-dir", str(data)]
-    done = await asyncio.to_thread(
-        subprocess.run, [*migrate, "--database-url", db_url], env=env, capture_output=True
-    )
-    if done.returncode != 0:
-        raise BenchError(f"`maestrale migrate` failed: {done.stderr.decode()[-2000:]}")
+async def start_maestrale(
+    db_url: str, tmp: Path, label: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`maestrale migrate` (bench/gateway's, in `tmp/label`), then `maestrale serve --no-worker`
+    on that data dir, private addresses allowed for connectors (the MCP server listens on
+    127.0.0.1, which is refused by default)."""
+    migrate = await asyncio.to_thread(migrate_maestrale, Spec(label, "maestrale"), tmp, db_url)
+    if await asyncio.to_thread(migrate.wait, 300) != 0:
+        log = (tmp / label / "migrate.log").read_text(errors="replace")
+        raise BenchError(f"`maestrale migrate` failed: {log[-2000:]}")
+    env = {"MAESTRALE_CONNECTOR_ALLOW_PRIVATE": "true", "MAESTRALE_LOG_LEVEL": "WARNING"}
+    args = ("--no-worker", "--database-url", db_url)
     try:
-        return await asyncio.to_thread(
-            start_server, data, "--no-worker", "--database-url", db_url, env=env
-        )
+        return await asyncio.to_thread(start_server, tmp / label / "data", *args, env=env)
     except RuntimeError as exc:
         raise BenchError(str(exc)[-3000:]) from exc
 

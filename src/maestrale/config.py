@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     connector_tool_timeout_seconds: float = Field(
         default=30.0, gt=0, le=3600, description="a connector tool call's limit, unless its own"
     )
+    connector_cache_ttl: float = Field(
+        default=1.0,
+        ge=0,
+        description="seconds a connector, the caller's policy and credentials are trusted in"
+        " memory for a direct tool call (a change on another replica applies within it)",
+    )
     connector_tools_ttl_seconds: float = Field(
         default=300.0, ge=0, description="how long a connector's tool list is answered from cache"
     )

@@ -157,6 +157,7 @@ def open_connectors(services: Services) -> None:
         services.secrets,
         McpClients(allow_private=allow_private),
         allow_private=allow_private,
+        cache_ttl=services.settings.connector_cache_ttl,
     )
     services.toolboxes = ConnectorToolboxes(services.connectors, connector_settings(services))
 

@@ -4,6 +4,7 @@ irreversible), activation at each level, credentials (sealed, never shown), and 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from maestrale.app import create_app
-from maestrale.connectors.tables import Connector, ConnectorCredential
+from maestrale.connectors.tables import Connector, ConnectorActivation, ConnectorCredential
 from maestrale.core.auth.repository import KeyRepository, TenancyRepository
 from tests.connectors.conftest import member_key
 from tests.support import app_fixtures
@@ -266,3 +267,35 @@ async def test_pages_and_hostile_queries(
         r = await _post(conn_client, url, "hostile", **extra)
         assert r.status_code in (400, 422), (extra, r.text)
     assert (await conn_client.get("/v1/connectors/hostile")).status_code == 404
+
+
+async def test_another_replicas_change_applies_within_the_cache_ttl(
+    conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
+) -> None:
+    """A direct call trusts what it resolved for `connector_cache_ttl` (1 s): a deactivation
+    written by another replica (straight into the database here, which this process's runtime
+    does not see) applies once that has passed; one made here applies at once."""
+    url, _ = tools_server
+    created = await _create(conn_client, url, "cached", visibility="shared_workspace")
+    call = "/v1/connectors/cached/tools/echo/call"
+    assert (await conn_client.post(call, json={})).status_code == 200
+    async with conn_app.state.services.db.session() as session:
+        ws = await TenancyRepository(session).default_workspace()
+        assert ws is not None
+        session.add(
+            ConnectorActivation(
+                connector_id=created["id"],
+                scope="workspace",
+                scope_id=ws.id,
+                organization_id=ws.organization_id,
+                active=False,
+                config={},
+            )
+        )
+    assert (await conn_client.post(call, json={})).status_code == 200
+    await asyncio.sleep(1.1)
+    refused = await conn_client.post(call, json={})
+    assert refused.status_code == 400 and refused.json()["code"] == "connector_inactive"
+    on = await conn_client.post(f"/v1/connectors/{created['id']}/workspace/activate", json={})
+    assert on.status_code == 200
+    assert (await conn_client.post(call, json={})).status_code == 200

@@ -49,6 +49,27 @@ def _message(text: str) -> MessageOut:
     return MessageOut(message=text)
 
 
+# First: the hottest route of the group is matched before the others.
+@router.post(
+    "/{connector_id_or_name}/tools/{tool_name}/call",
+    responses={200: {"description": "ConnectorToolCallResponse"}, **REACHES},
+)
+async def call_tool(
+    connector_id_or_name: str,
+    tool_name: str,
+    request: Request,
+    tools: Tools,
+    body: CallToolIn | None = None,
+    credentials_name: str | None = Query(default=None, max_length=128),
+) -> Response:
+    """Run one tool of the connector with the caller's credentials. A tool that fails answers
+    200 with `metadata.mcp_meta.isError`; a server that cannot be reached, 502 (504 when it
+    does not answer in time). A client that goes away cancels the call."""
+    arguments = (body.arguments if body is not None else None) or {}
+    called = tools.call(connector_id_or_name, tool_name, arguments, credentials_name)
+    return _json(await cancel_on_disconnect(request, called))
+
+
 @router.get("", responses={200: {"description": "PaginatedConnectors"}})
 async def list_connectors(
     service: Service,
@@ -277,26 +298,6 @@ async def list_tools(
             page_size=page_size,
         )
     )
-
-
-@router.post(
-    "/{connector_id_or_name}/tools/{tool_name}/call",
-    responses={200: {"description": "ConnectorToolCallResponse"}, **REACHES},
-)
-async def call_tool(
-    connector_id_or_name: str,
-    tool_name: str,
-    request: Request,
-    tools: Tools,
-    body: CallToolIn | None = None,
-    credentials_name: str | None = Query(default=None, max_length=128),
-) -> Response:
-    """Run one tool of the connector with the caller's credentials. A tool that fails answers
-    200 with `metadata.mcp_meta.isError`; a server that cannot be reached, 502 (504 when it
-    does not answer in time). A client that goes away cancels the call."""
-    arguments = (body.arguments if body is not None else None) or {}
-    called = tools.call(connector_id_or_name, tool_name, arguments, credentials_name)
-    return _json(await cancel_on_disconnect(request, called))
 
 
 @router.get(

@@ -6,6 +6,7 @@ It never runs with a request's session open."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -20,6 +21,7 @@ from maestrale.connectors.credentials import (
 from maestrale.connectors.mcp import McpClients, McpFailure, ServerInfo, ToolResult
 from maestrale.connectors.oauth.client import OAuthError, refresh_tokens
 from maestrale.connectors.oauth.tokens import Tokens
+from maestrale.connectors.policy import ToolPolicy
 from maestrale.connectors.repository import ConnectorRepository
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import as_utc, utcnow
@@ -27,6 +29,7 @@ from maestrale.core.crypto import SecretBox
 from maestrale.core.db import Database
 
 T = TypeVar("T")
+MAX_RESOLVED = 10_000
 # A token this close to its expiry is refreshed before it is used.
 REFRESH_MARGIN = timedelta(seconds=30)
 
@@ -52,15 +55,53 @@ class Endpoint:
         return replace(self, headers=headers, credential=None)
 
 
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What a direct tool call reads before it runs: the endpoint with the caller's credentials,
+    the caller's policy, the connector's name."""
+
+    endpoint: Endpoint
+    policy: ToolPolicy
+    name: str
+
+
 class ConnectorRuntime:
     def __init__(
-        self, db: Database, box: SecretBox, clients: McpClients, *, allow_private: bool
+        self,
+        db: Database,
+        box: SecretBox,
+        clients: McpClients,
+        *,
+        allow_private: bool,
+        cache_ttl: float = 1.0,
     ) -> None:
         self.db = db
         self.box = box
         self.clients = clients
         self.allow_private = allow_private
         self._refreshing: dict[str, asyncio.Lock] = {}
+        # Resolved connectors by (tenant, connector, credentials name), trusted `cache_ttl`
+        # seconds (as verified keys are): a change made here drops them at once, one made on
+        # another replica applies within the TTL.
+        self.cache_ttl = cache_ttl
+        self._resolved: dict[tuple[Any, ...], tuple[float, Resolved]] = {}
+
+    def resolved(self, key: tuple[Any, ...]) -> Resolved | None:
+        hit = self._resolved.get(key)
+        if hit is None or hit[0] < time.monotonic():
+            return None
+        return hit[1]
+
+    def keep(self, key: tuple[Any, ...], value: Resolved) -> None:
+        if self.cache_ttl <= 0:
+            return
+        if len(self._resolved) >= MAX_RESOLVED:
+            self._resolved.clear()
+        self._resolved[key] = (time.monotonic() + self.cache_ttl, value)
+
+    def forget(self) -> None:
+        """Drop every resolved connector (a connector, an activation or credentials changed)."""
+        self._resolved.clear()
 
     async def aclose(self) -> None:
         await self.clients.aclose()
@@ -153,6 +194,7 @@ class ConnectorRuntime:
                 credential.id, credential.version, sealed, tokens.expires_at
             )
             await session.commit()
+        self.forget()
         if not stored:
             return await self._reload(credential) or credential
         return replace(

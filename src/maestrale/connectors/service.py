@@ -185,6 +185,7 @@ class ConnectorService:
             created_at=now,
             modified_at=now,
         )
+        self.runtime.forget()
         await self._save(row, add=True)
         return row
 
@@ -212,12 +213,14 @@ class ConnectorService:
             row.oauth_client_sealed = self._seal_client(body.auth_data)
         self._check_urls(row.icon_url)
         row.modified_at = utcnow()
+        self.runtime.forget()
         await self._save(row, add=False)
         return row
 
     async def delete(self, id_or_name: str) -> None:
         row = await self.row(id_or_name)
         await self._require_manager(row, "delete")
+        self.runtime.forget()
         await self.repo.delete(row)
 
     async def share(self, connector_id: str) -> None:
@@ -242,6 +245,7 @@ class ConnectorService:
             row.workspace_id,
         )
         row.modified_at = utcnow()
+        self.runtime.forget()
         await self.session.flush()
 
     async def unshare(self, connector_id: str) -> None:
@@ -260,6 +264,7 @@ class ConnectorService:
     ) -> Connector:
         row = await self.row(connector_id)
         scope_id = await self._level(scope, "activate or deactivate connectors")
+        self.runtime.forget()
         await self.repo.set_activation(row.id, scope, scope_id, active, config or {})
         return row
 
@@ -296,6 +301,7 @@ class ConnectorService:
         """Create or replace the caller's credentials `name` at `scope` (sealed). The first
         credentials of a level are its default."""
         scope_id = await self._level(scope, "manage credentials")
+        self.runtime.forget()
         others = await self.repo.credentials(connector_id, [(scope, scope_id)])
         existing = next((c for c in others if c.name == name), None)
         if is_default:
@@ -352,6 +358,7 @@ class ConnectorService:
     async def delete_credentials(self, id_or_name: str, scope: str, name: str | None) -> int:
         row = await self.row(id_or_name)
         scope_id = await self._level(scope, "manage credentials")
+        self.runtime.forget()
         deleted = await self.repo.delete_credentials(row.id, scope, scope_id, name)
         if name is not None and not deleted:
             raise CredentialsNotFound(

@@ -23,7 +23,7 @@ from maestrale.connectors.errors import (
 )
 from maestrale.connectors.mcp import McpFailure, ServerInfo, ToolResult
 from maestrale.connectors.policy import ToolPolicy
-from maestrale.connectors.runtime import ConnectorRuntime, Endpoint
+from maestrale.connectors.runtime import ConnectorRuntime, Endpoint, Resolved
 from maestrale.connectors.service import ConnectorService, ConnectorSettings
 from maestrale.connectors.tables import Connector
 from maestrale.connectors.tool_secrets import open_value, seal_tools
@@ -129,21 +129,36 @@ class ConnectorTools:
         arguments: dict[str, Any],
         credentials_name: str | None,
     ) -> dict[str, Any]:
-        row = await self.service.row(id_or_name)
-        policy = await self.service.policy(row)
+        resolved = await self.resolve(id_or_name, credentials_name)
+        name, policy = resolved.name, resolved.policy
         if not policy.active:
-            raise ConnectorInactive(f"connector {row.name!r} is deactivated for this caller")
+            raise ConnectorInactive(f"connector {name!r} is deactivated for this caller")
         if not policy.allows(tool_name):
             raise ConnectorForbidden(
-                f"tool {tool_name[:128]!r} of connector {row.name!r} is excluded for this caller"
+                f"tool {tool_name[:128]!r} of connector {name!r} is excluded for this caller"
             )
-        endpoint = await self.service.endpoint(row, credentials_name)
         await self.release()
         try:
-            result = await self.service.runtime.call(endpoint, tool_name, arguments)
+            result = await self.service.runtime.call(resolved.endpoint, tool_name, arguments)
         except McpFailure as exc:
-            raise direct_failure(exc, row.name) from exc
+            raise direct_failure(exc, name) from exc
         return call_response(result)
+
+    async def resolve(self, id_or_name: str, credentials_name: str | None) -> Resolved:
+        """The connector, the caller's policy and credentials: read, or as read within the
+        runtime's cache TTL."""
+        runtime = self.service.runtime
+        key = (self.service.tenant, id_or_name, credentials_name)
+        resolved = runtime.resolved(key)
+        if resolved is None:
+            row = await self.service.row(id_or_name)
+            resolved = Resolved(
+                await self.service.endpoint(row, credentials_name),
+                await self.service.policy(row),
+                row.name,
+            )
+            runtime.keep(key, resolved)
+        return resolved
 
 
 def function_name(name: str) -> str:
