@@ -13,7 +13,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.workflows.load import Call
+from bench.harness import Call
 
 TOOL = "echo"
 TEXT = "x"

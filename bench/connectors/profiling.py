@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from unittest import mock
 
+from bench.harness import Call
 from bench.workflows import profiling
-from bench.workflows.load import Call
 
 # Steps of `POST /v1/connectors/{id}/tools/{tool}/call`, by function (qualified names as py-spy
 # prints them); a step's share is the samples with one of them on the stack. py-spy shows the

@@ -27,11 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +38,9 @@ from bench.connectors.load import Paths, mcp_session
 from bench.connectors.profiling import profile_calls
 from bench.connectors.report import overhead_table, throughput_table
 from bench.connectors.servers import create_connector, start_maestrale, start_mcp_server
-from bench.gateway.processes import BenchError, process_tree, stop_process
+from bench.gateway.processes import process_tree, stop_process
 from bench.gateway.targets import PostgresDatabases
-from bench.workflows.load import Result, closed_loop, interleaved
+from bench.harness import Result, closed_loop, interleaved, run_main
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import stop_server
 
@@ -157,30 +154,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    load0, started = os.getloadavg()[0], time.monotonic()
-    try:
-        with tempfile.TemporaryDirectory(prefix="maestrale-cxbench-") as tmp:
-            lines = asyncio.run(run(args, Path(tmp)))
-    except KeyboardInterrupt:
-        print("\ninterrupted: every process started is stopped", file=sys.stderr)
-        return 130
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print()
-    print("\n".join(lines))
-    print(
-        f"load average (1 min) {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
-        f"{time.monotonic() - started:.0f} s in all"
-    )
-    return 0
+    return run_main(run, args, "maestrale-cxbench-")
 
 
 if __name__ == "__main__":

@@ -11,26 +11,16 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.gateway.processes import BenchError, stop_process
+from bench.gateway.processes import BenchError
 from bench.gateway.targets import Spec, migrate_maestrale
+from bench.harness import start_process
 from tests.support.live import start_server
 
 
 async def start_mcp_server(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """`python -m bench.connectors.mcp_server` on a free port: the process and its endpoint."""
     cmd = [sys.executable, "-m", "bench.connectors.mcp_server"]
-    with open(log, "wb") as err:
-        proc = await asyncio.to_thread(subprocess.Popen, cmd, stdout=subprocess.PIPE, stderr=err)
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60)
-    except TimeoutError:
-        line = b""
-    url = line.decode().strip()
-    if not url.startswith("http://"):
-        stop_process(proc, "")
-        raise BenchError(f"the MCP server did not start: {log.read_text(errors='replace')[-2000:]}")
-    return proc, url
+    return await start_process(cmd, log, "the MCP server")
 
 
 async def start_maestrale(

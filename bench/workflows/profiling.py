@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.workflows.load import Call, Result
+from bench.harness import Call, Result
 
 RATE = 200  # samples per second
 SESSION = ("Session.execute", "Session.flush", "Session.commit", "Session.refresh")

@@ -25,11 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +34,10 @@ from pathlib import Path
 import aiohttp
 from temporalio.client import Client
 
-from bench.gateway.processes import BenchError, process_tree, stop_process
+from bench.gateway.processes import process_tree, stop_process
 from bench.gateway.targets import PostgresDatabases
-from bench.workflows.load import Paths, closed_loop, drain, interleaved
+from bench.harness import closed_loop, interleaved, run_main
+from bench.workflows.load import Paths, drain
 from bench.workflows.profiling import profile_server
 from bench.workflows.report import starts_table, wait_table
 from bench.workflows.servers import NAMESPACE, register, start_maestrale, start_worker
@@ -176,33 +174,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     if find_binary() is None:
         print("error: the `temporal` CLI is missing: install maestrale[workflows]", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    load0, started = os.getloadavg()[0], time.monotonic()
-    try:
-        with tempfile.TemporaryDirectory(prefix="maestrale-wfbench-") as tmp:
-            lines = asyncio.run(run(args, Path(tmp)))
-    except KeyboardInterrupt:
-        print("\ninterrupted: every process started is stopped", file=sys.stderr)
-        return 130
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print()
-    print("\n".join(lines))
-    print(
-        f"load average (1 min) {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
-        f"{time.monotonic() - started:.0f} s in all"
-    )
-    return 0
+    return run_main(run, args, "maestrale-wfbench-")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.gateway.processes import BenchError, stop_process
+from bench.gateway.processes import BenchError
+from bench.harness import start_process
 from bench.workflows.worker import definitions
 from tests.support.live import start_server
 
@@ -20,16 +21,7 @@ NAMESPACE = "mistral-workflows"
 
 async def start_worker(address: str, queue: str, log: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "bench.workflows.worker", address, NAMESPACE, queue]
-    with open(log, "wb") as err:
-        proc = await asyncio.to_thread(subprocess.Popen, cmd, stdout=subprocess.PIPE, stderr=err)
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60)
-    except TimeoutError:
-        line = b""
-    if line.strip() != b"ready":
-        stop_process(proc, "")
-        raise BenchError(f"the worker did not start: {log.read_text(errors='replace')[-2000:]}")
+    proc, _ = await start_process(cmd, log, "the worker")
     return proc
 
 
