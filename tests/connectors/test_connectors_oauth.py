@@ -87,6 +87,17 @@ async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
         async with conn_app.state.services.db.session() as session:
             (row,) = (await session.execute(select(ConnectorCredential))).scalars().all()
         tokens = [t for t in auth.store._access] + [t for t in auth.store._refresh]
+
+        # Once the refresh token is dead too, the call says the server refused the credentials
+        # and the credentials say why.
+        auth.store.revoke_refresh_tokens()
+        auth.store.expire_access_tokens()
+        dead = await conn_client.post("/v1/connectors/locked/tools/echo/call", json={})
+        assert dead.status_code == 502 and dead.json()["code"] == "connector_unauthorized"
+        listed = (await conn_client.get("/v1/connectors/locked/user/credentials")).json()
+        status = listed["credentials"][0]["status"]
+        assert status["status_type"] == "invalid"
+        assert status["error_message"] == "oauth refresh error"
         assert tokens and all(t not in row.sealed for t in tokens)
         logged = caplog.text + str(described)
         assert all(t not in logged for t in tokens)

@@ -19,7 +19,7 @@ from maestrale.connectors.credentials import (
     seal_credential,
 )
 from maestrale.connectors.mcp import McpClients, McpFailure, ServerInfo, ToolResult
-from maestrale.connectors.oauth.client import OAuthError, refresh_tokens
+from maestrale.connectors.oauth.client import OAuthError, OAuthUnavailable, refresh_tokens
 from maestrale.connectors.oauth.tokens import Tokens
 from maestrale.connectors.policy import ToolPolicy
 from maestrale.connectors.repository import ConnectorRepository
@@ -168,8 +168,15 @@ class ConnectorRuntime:
                         allow_private=self.allow_private,
                         timeout=endpoint.timeout,
                     )
+                except OAuthUnavailable:
+                    return credential  # the token endpoint is down: try with what there is
                 except OAuthError:
-                    await self._mark(credential.id, "invalid", "oauthrefresherror")
+                    # Another process may have used the refresh token first (a server that
+                    # rotates them refuses the second use): its tokens are then the ones to use.
+                    stored = await self._reload(credential)
+                    if stored is not None and stored.version != credential.version:
+                        return stored
+                    await self._mark(credential.id, "invalid", "oauth refresh error")
                     return credential
                 return await self._store(credential, tokens)
         finally:
