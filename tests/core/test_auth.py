@@ -83,17 +83,17 @@ async def test_revocation_elsewhere_is_seen_within_the_cache_ttl(
 
 
 async def test_expired_key_is_refused_even_when_cached(app: FastAPI, other: TenantKey) -> None:
+    # Long enough for the first request to pass on a loaded machine; the second waits it out.
+    expires = utcnow() + timedelta(seconds=2)
     async with app.state.services.db.session() as session:
         await session.execute(
-            update(ApiKey)
-            .where(ApiKey.key_hash == hash_key(other.key))
-            .values(expires_at=utcnow() + timedelta(milliseconds=300))
+            update(ApiKey).where(ApiKey.key_hash == hash_key(other.key)).values(expires_at=expires)
         )
     async with make_client(app, other.key) as c:
         assert (await c.get("/v1/models")).status_code == 200
         import asyncio
 
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(max(0.0, (expires - utcnow()).total_seconds()) + 0.1)
         assert (await c.get("/v1/models")).status_code == 401
 
 
