@@ -91,7 +91,7 @@ async def test_failing_and_slow_tools_give_errors_the_model_reads(
     assert slow.status_code == 200 and time.monotonic() - started < 10
     execution = slow.json()["outputs"][0]
     assert execution["info"]["failure"] == "timeout" and execution["info"]["error"]
-    assert await probe.wait_for("cancellations", cancelled + 1) > cancelled
+    assert await probe.wait_for("cancellations", cancelled + 1, timeout=15) > cancelled
 
 
 async def test_confirmations_by_configuration_and_annotation(
@@ -257,7 +257,7 @@ async def test_a_client_that_leaves_cancels_a_direct_call(
             + payload
         )
         await writer.drain()
-        assert await probe.wait_for("tool_calls", calls + 1) > calls
+        assert await probe.wait_for("tool_calls", calls + 1, timeout=15) > calls
         writer.close()
         await writer.wait_closed()
-        assert await probe.wait_for("cancellations", cancelled + 1) > cancelled
+        assert await probe.wait_for("cancellations", cancelled + 1, timeout=15) > cancelled

@@ -5,6 +5,7 @@ irreversible), activation at each level, credentials (sealed, never shown), and 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -272,12 +273,15 @@ async def test_pages_and_hostile_queries(
 async def test_another_replicas_change_applies_within_the_cache_ttl(
     conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
 ) -> None:
-    """A direct call trusts what it resolved for `connector_cache_ttl` (1 s): a deactivation
+    """A direct call trusts what it resolved for `connector_cache_ttl`: a deactivation
     written by another replica (straight into the database here, which this process's runtime
     does not see) applies once that has passed; one made here applies at once."""
     url, _ = tools_server
     created = await _create(conn_client, url, "cached", visibility="shared_workspace")
     call = "/v1/connectors/cached/tools/echo/call"
+    # 3 s here (1 s by default), so that the second call surely comes within it.
+    conn_app.state.services.connectors.cache_ttl = 3.0
+    resolved_at = time.monotonic()
     assert (await conn_client.post(call, json={})).status_code == 200
     async with conn_app.state.services.db.session() as session:
         ws = await TenancyRepository(session).default_workspace()
@@ -293,7 +297,7 @@ async def test_another_replicas_change_applies_within_the_cache_ttl(
             )
         )
     assert (await conn_client.post(call, json={})).status_code == 200
-    await asyncio.sleep(1.1)
+    await asyncio.sleep(max(0.0, resolved_at + 3.1 - time.monotonic()))
     refused = await conn_client.post(call, json={})
     assert refused.status_code == 400 and refused.json()["code"] == "connector_inactive"
     on = await conn_client.post(f"/v1/connectors/{created['id']}/workspace/activate", json={})

@@ -174,5 +174,5 @@ async def test_discovery_of_an_unreachable_or_slow_server(
         await server_metadata(
             f"{base}/mcp", metadata=None, metadata_url=None, allow_private=True, timeout=0.5
         )
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 5  # well under the 10 s the server takes
     docs.clear()

@@ -428,14 +428,14 @@ async def approve_in_browser(url: str, *, decision: str = "approve", timeout: fl
 @contextmanager
 def serve_documents() -> Iterator[tuple[str, dict[str, Any]]]:
     """A server of canned answers, for hostile and broken servers: a request for a path gets
-    `docs[path]` (a JSON-able value, a starlette Response, or "slow": 3 s, then 404), else 404.
+    `docs[path]` (a JSON-able value, a starlette Response, or "slow": 10 s, then 404), else 404.
     Yields (base URL, docs); the test fills `docs`."""
     docs: dict[str, Any] = {}
 
     async def answer(request: Request) -> Response:
         doc = docs.get(request.url.path)
         if doc == "slow":
-            await asyncio.sleep(3)
+            await asyncio.sleep(10)
         if isinstance(doc, Response):
             return doc
         return JSONResponse(doc) if doc not in (None, "slow") else Response("no", 404)
