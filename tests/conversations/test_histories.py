@@ -11,9 +11,10 @@ from sqlalchemy import select
 
 from maestrale.conversations import entries as E
 from maestrale.conversations.histories import Histories
+from maestrale.conversations.prepared import Prepared
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.runtime import RunResult, Target
-from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.conversations.service import ConversationService
 from maestrale.conversations.tables import Conversation
 from maestrale.conversations.turn import EMPTY
 from maestrale.conversations.turns import TurnPolicy, Turns

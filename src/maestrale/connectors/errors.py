@@ -25,10 +25,6 @@ class CredentialsNotFound(NotFound):
     code = "credentials_not_found"
 
 
-class ToolNotFound(NotFound):
-    code = "connector_tool_not_found"
-
-
 class ConnectorInactive(BadRequest):
     code = "connector_inactive"
 

@@ -206,15 +206,6 @@ class ConnectorRepository:
         )
         return list((await self.session.execute(stmt)).scalars())
 
-    async def credentials_of(self, connector_ids: Sequence[str]) -> list[ConnectorCredential]:
-        """Every credential of these connectors at the levels that apply to the caller."""
-        if not connector_ids:
-            return []
-        rows: list[ConnectorCredential] = []
-        for connector_id in dict.fromkeys(connector_ids):
-            rows += await self.credentials(connector_id, scopes_of(self.tenant))
-        return rows
-
     async def add_credential(self, row: ConnectorCredential) -> None:
         self.session.add(row)
         await self.session.flush()

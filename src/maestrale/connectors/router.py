@@ -203,76 +203,43 @@ async def unshare_connector(connector_id: str, service: Service) -> MessageOut:
     return _message("unreachable")
 
 
-async def _activate(
-    service: Service, connector_id: str, scope: str, body: ToolExecutionConfig | None
-) -> MessageOut:
-    config = body.stored() if body is not None else {}
-    await service.set_active(connector_id, scope, True, config)
-    return _message(f"connector {connector_id} activated for the {scope} level")
+def _activation_routes(level: str, scope: Scope, who: str) -> None:
+    """Activate and deactivate at one level (`who` may)."""
+    forbidden = error_responses((403,)) if scope != "user" else None
+
+    @router.post(
+        f"/{{connector_id}}/{level}/activate",
+        name=f"activate_for_{level}",
+        response_model=MessageOut,
+        responses=forbidden,
+    )
+    async def activate(
+        connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+    ) -> MessageOut:
+        config = body.stored() if body is not None else {}
+        await service.set_active(connector_id, scope, True, config)
+        return _message(f"connector {connector_id} activated for the {scope} level")
+
+    @router.post(
+        f"/{{connector_id}}/{level}/deactivate",
+        name=f"deactivate_for_{level}",
+        response_model=MessageOut,
+        responses=forbidden,
+    )
+    async def deactivate(connector_id: str, service: Service) -> MessageOut:
+        await service.set_active(connector_id, scope, False, None)
+        return _message(f"connector {connector_id} deactivated for the {scope} level")
+
+    activate.__doc__ = (
+        f"Activate a connector at the {level} level ({who}), with the tool lists that level "
+        "applies (include, exclude, requires_confirmation, skip_confirmation)."
+    )
+    deactivate.__doc__ = f"Deactivate a connector at the {level} level ({who})."
 
 
-async def _deactivate(service: Service, connector_id: str, scope: str) -> MessageOut:
-    await service.set_active(connector_id, scope, False, None)
-    return _message(f"connector {connector_id} deactivated for the {scope} level")
-
-
-@router.post(
-    "/{connector_id}/organization/activate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def activate_for_organization(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
-) -> MessageOut:
-    """Activate a connector for every member of the organization (an organization admin), with
-    the tool lists that level applies."""
-    return await _activate(service, connector_id, "org", body)
-
-
-@router.post(
-    "/{connector_id}/organization/deactivate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def deactivate_for_organization(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector for the whole organization (an organization admin)."""
-    return await _deactivate(service, connector_id, "org")
-
-
-@router.post(
-    "/{connector_id}/workspace/activate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def activate_for_workspace(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
-) -> MessageOut:
-    """Activate a connector for the workspace (a workspace admin)."""
-    return await _activate(service, connector_id, "workspace", body)
-
-
-@router.post(
-    "/{connector_id}/workspace/deactivate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def deactivate_for_workspace(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector for the workspace (a workspace admin)."""
-    return await _deactivate(service, connector_id, "workspace")
-
-
-@router.post("/{connector_id}/user/activate", response_model=MessageOut)
-async def activate_for_user(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
-) -> MessageOut:
-    """Activate a connector for the caller's user."""
-    return await _activate(service, connector_id, "user", body)
-
-
-@router.post("/{connector_id}/user/deactivate", response_model=MessageOut)
-async def deactivate_for_user(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector for the caller's user."""
-    return await _deactivate(service, connector_id, "user")
+_activation_routes("organization", "org", "an organization admin: every member")
+_activation_routes("workspace", "workspace", "a workspace admin: the workspace")
+_activation_routes("user", "user", "the caller's own user")
 
 
 @router.get(

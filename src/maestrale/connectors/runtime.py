@@ -38,7 +38,6 @@ REFRESH_MARGIN = timedelta(seconds=30)
 class Endpoint:
     """Everything a call to one connector needs, read from the database beforehand."""
 
-    tenant: Tenant
     connector_id: str
     name: str
     server: str

@@ -380,7 +380,6 @@ class ConnectorService:
                 param="credentials_name",
             )
         return Endpoint(
-            tenant=self.tenant,
             connector_id=row.id,
             name=row.name,
             server=row.server,

@@ -1,10 +1,9 @@
-"""Business rules of conversations: start on a model or an agent, append, restart from an entry,
-and reads. Model turns run in `runtime`; this module decides what is stored."""
+"""Business rules of conversations: start on a model or an agent, append, restart from an entry
+(the reads are in `reads`). Model turns run in `runtime`; this module decides what is stored."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -13,23 +12,21 @@ from maestrale.agents.service import AgentService
 from maestrale.conversations import confirmations, runtime
 from maestrale.conversations import entries as E
 from maestrale.conversations.histories import Histories
+from maestrale.conversations.prepared import Prepared
+from maestrale.conversations.reads import ConversationReads
 from maestrale.conversations.repository import ConversationRepository, TurnRow
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationResponse,
     ConversationRestart,
     ConversationStart,
-    ToolCallConfirmation,
     UsageOut,
 )
 from maestrale.conversations.server_tools import ToolboxFactory
-from maestrale.conversations.shapes import describe, listing_json
 from maestrale.conversations.tables import Conversation
-from maestrale.conversations.tool_runs import ServerCall
-from maestrale.conversations.turn import EMPTY, TurnPrefix
+from maestrale.conversations.turn import TurnPrefix
 from maestrale.conversations.turns import (
     ConversationChanged,
-    ConversationNotFound,
     Turn,
     Turns,
 )
@@ -37,7 +34,6 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import BadRequest, NotFound
 from maestrale.core.ids import new_id
-from maestrale.core.pagination import PageParams
 from maestrale.core.uow import UnitOfWork
 from maestrale.engines.registry import EngineRegistry
 from maestrale.gateway.gateway import Gateway
@@ -58,31 +54,7 @@ def guardrail_key(config: dict[str, Any]) -> str:
     return orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
 
 
-@dataclass(slots=True)
-class Prepared:
-    """A conversation request checked and ready to run: everything that can refuse it with a 4xx
-    was checked (its guardrails too), so that a streamed request is refused before its stream
-    opens, the same way as a plain one. Built by `ConversationService.prepare_*`, run by
-    `ConversationService.execute` (in another unit of work, for a stream)."""
-
-    conversation_id: str
-    target: runtime.Target
-    history: list[dict[str, Any]]  # the entries before the request's (as read when prepared)
-    added: list[dict[str, Any]]  # the entries the request adds
-    override: dict[str, Any] | None
-    handoff_execution: str
-    prefix: TurnPrefix = EMPTY  # the turn messages of `history` (of history + added once ready)
-    create: Conversation | None = None  # the conversation a start or restart stores
-    append: bool = False  # an append that stores: it runs holding the conversation's turn
-    guarded: list[dict[str, Any]] | None = None  # the results of the guardrails checked so far
-    checked: set[str] = field(default_factory=set)  # their configurations
-    # An append's answers to the tool calls awaiting confirmation, and the calls they answer
-    # (resolved against `history`; again against the history read under the turn if it moved).
-    confirmations: list[ToolCallConfirmation] = field(default_factory=list)
-    confirmed: list[ServerCall] = field(default_factory=list)
-
-
-class ConversationService:
+class ConversationService(ConversationReads):
     def __init__(
         self,
         work: UnitOfWork,
@@ -515,34 +487,3 @@ class ConversationService:
             usage=UsageOut(**result.usage),
             guardrails=prepared.guarded or None,
         )
-
-    # Reads.
-
-    async def get_row(self, conversation_id: str) -> Conversation:
-        row = await self.repo.get(conversation_id)
-        if row is None:
-            raise ConversationNotFound(
-                f"conversation {conversation_id!r} not found", param="conversation_id"
-            )
-        return row
-
-    async def get(self, conversation_id: str) -> dict[str, Any]:
-        return describe(await self.get_row(conversation_id))
-
-    async def list_page(self, page: PageParams, metadata: dict[str, str]) -> list[dict[str, Any]]:
-        return [describe(row) for row in await self.repo.page(page, metadata)]
-
-    async def history_json(self, conversation_id: str) -> bytes:
-        """The ConversationHistory body: every entry, in order."""
-        row = await self.get_row(conversation_id)
-        texts = await self.repo.entry_texts(row)
-        return listing_json("conversation.history", row.id, "entries", texts)
-
-    async def messages_json(self, conversation_id: str) -> bytes:
-        """The ConversationMessages body: the message entries, in order."""
-        row = await self.get_row(conversation_id)
-        texts = await self.repo.entry_texts(row, E.MESSAGE_TYPES)
-        return listing_json("conversation.messages", row.id, "messages", texts)
-
-    async def delete(self, conversation_id: str) -> None:
-        await self.repo.delete_conversation(await self.get_row(conversation_id))

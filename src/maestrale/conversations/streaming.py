@@ -14,7 +14,8 @@ from typing import Any
 from fastapi import Request, Response
 
 from maestrale.conversations import entries as E
-from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.conversations.prepared import Prepared
+from maestrale.conversations.service import ConversationService
 from maestrale.core.disconnect import cancel_on_disconnect
 from maestrale.core.errors import AppError
 from maestrale.core.responses import json_model
