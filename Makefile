@@ -1,5 +1,11 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3
+# The venv's Python: the first 3.11+ on the machine whose sqlite3 module can load extensions (the
+# vector index of document libraries, sqlite-vec, is one; pyenv's builds often cannot), else
+# python3 (libraries then search vectors by an exact scan, and say so in the log).
+PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11 /usr/bin/python3; do \
+	$$p -c 'import sqlite3, sys; assert sys.version_info >= (3, 11); \
+	sqlite3.connect(":memory:").enable_load_extension(False)' >/dev/null 2>&1 \
+	&& { command -v $$p; exit 0; }; done; echo python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check -q

@@ -35,8 +35,8 @@ import llama_cpp
 
 from maestrale.catalog.config import ModelSpec, load_catalog
 from maestrale.engines.local.llama_cpp import LlamaCppEngine
-from maestrale.engines.local.llama_generate import template_messages
 from maestrale.engines.local.llama_model import chat_formatter, parse_options
+from maestrale.engines.local.llama_tools import template_messages
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.types import ChatRequest
 

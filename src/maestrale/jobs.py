@@ -18,11 +18,13 @@ def build_registry(services: Services | None = None) -> JobRegistry:
     if services is not None:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
+        from maestrale.libraries.tasks import register as register_libraries
         from maestrale.observability.campaigns.tasks import register as register_campaigns
         from maestrale.observability.datasets.tasks import register as register_dataset_imports
 
         register_files(registry, services.blobs)
         register_batch(registry, services)
+        register_libraries(registry, services)
         register_campaigns(registry, services.gateway)
         register_dataset_imports(registry, services.blobs)
     return registry

@@ -145,11 +145,13 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
 
 
 def open_connectors(services: Services) -> None:
-    """The connector runtime (pooled MCP sessions) and the toolboxes it gives conversations."""
+    """The connector runtime (pooled MCP sessions), and the toolboxes of the tools the server
+    runs for conversations: connectors' and the built-in ones."""
     from maestrale.connectors.dependencies import connector_settings
     from maestrale.connectors.mcp.client import McpClients
     from maestrale.connectors.runtime import ConnectorRuntime
     from maestrale.connectors.tools import ConnectorToolboxes
+    from maestrale.tools.toolboxes import BuiltinToolboxes, JoinedToolboxes, builtin_tools
 
     allow_private = services.settings.connector_allow_private
     services.connectors = ConnectorRuntime(
@@ -159,7 +161,10 @@ def open_connectors(services: Services) -> None:
         allow_private=allow_private,
         cache_ttl=services.settings.connector_cache_ttl,
     )
-    services.toolboxes = ConnectorToolboxes(services.connectors, connector_settings(services))
+    connectors = ConnectorToolboxes(services.connectors, connector_settings(services))
+    builtins = BuiltinToolboxes(services, builtin_tools(services))
+    # Built-in tools first: a connector's tool never shadows one of theirs.
+    services.toolboxes = JoinedToolboxes([builtins, connectors])
 
 
 def temporal_engine(settings: Settings, address: str | None) -> TemporalEngine | None:

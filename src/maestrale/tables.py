@@ -13,6 +13,8 @@ from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
 from maestrale.files import tables as file_tables
+from maestrale.libraries import tables as library_tables
+from maestrale.libraries.index import tables as library_index_tables
 from maestrale.limits import tables as limits_tables
 from maestrale.observability.campaigns import tables as observability_campaign_tables
 from maestrale.observability.datasets import tables as observability_dataset_tables
@@ -26,7 +28,9 @@ metadata = Base.metadata
 def modelled(name: str | None, type_: str, parent_names: object) -> bool:
     """Alembic's `include_name`: the objects the models declare, not those that migrations
     create beside them on purpose (full-text indexes)."""
-    return name not in observability_event_tables.TEXT_INDEX_OBJECTS
+    return name not in observability_event_tables.TEXT_INDEX_OBJECTS and not (
+        library_index_tables.unmodelled(name, type_, parent_names)
+    )
 
 
 __all__ = [
@@ -42,6 +46,8 @@ __all__ = [
     "conversation_tables",
     "file_tables",
     "job_tables",
+    "library_index_tables",
+    "library_tables",
     "limits_tables",
     "metadata",
     "modelled",

@@ -99,7 +99,7 @@ async def test_a_connector_tool_call_is_run_by_the_server(
     # The model was offered the connector's tools, and read the result as a tool message.
     first, second = await model_calls(app, conv_id)
     names = [t["function"]["name"] for t in first.enabled_tools]
-    assert names == ["echo", "slow", "fail", "delete", "meet"]
+    assert names == ["echo", "slow", "fail", "delete", "meet", "cite"]
     call_id = info["tool_call_id"]
     assert second.request_messages[1:] == [
         {

@@ -83,12 +83,38 @@ def demo_set(log: ToolLog) -> dict[str, Spec]:
             return ToolOutcome("alone", error="nobody came")
         return ToolOutcome(f"met {arguments.get('name')}")
 
+    async def cite(arguments: dict[str, Any]) -> ToolOutcome:
+        # Answers as a search or a sandbox does: sources to cite and a file it made.
+        return ToolOutcome(
+            "[1] the source",
+            references=[
+                {
+                    "type": "tool_reference",
+                    "tool": "web_search",
+                    "title": "The source",
+                    "url": "https://example.org/source",
+                    "favicon": None,
+                    "description": str(arguments.get("about", "")),
+                }
+            ],
+            files=[
+                {
+                    "type": "tool_file",
+                    "tool": "code_interpreter",
+                    "file_id": "00000000-0000-4000-8000-000000000000",
+                    "file_name": "plot.png",
+                    "file_type": "png",
+                }
+            ],
+        )
+
     return {
         "echo": Spec(echo, "Say the text back."),
         "slow": Spec(slow, "Sleep for a while."),
         "fail": Spec(fail, "Always fails."),
         "delete": Spec(delete, "Delete a file.", requires_confirmation=True),
         "meet": Spec(meet, "Wait for the other callers."),
+        "cite": Spec(cite, "Cite a source and give a file."),
     }
 
 

@@ -30,8 +30,9 @@ from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.local import llama_cpp as engine_module
 from maestrale.engines.local import llama_generate, llama_model
 from maestrale.engines.local.llama_cpp import LlamaCppEngine, create_engine
-from maestrale.engines.local.llama_generate import Outcome, template_messages
+from maestrale.engines.local.llama_generate import Outcome
 from maestrale.engines.local.llama_model import default_threads
+from maestrale.engines.local.llama_tools import template_messages
 from maestrale.engines.protocols import ChatEngine, Closeable, FimEngine
 from maestrale.engines.registry import EngineRegistry, EngineUnavailable
 from maestrale.engines.types import ChatChunk, ChatRequest, EngineError, FimRequest
@@ -221,7 +222,9 @@ async def test_max_tokens_cuts_with_finish_reason_length(engine: LlamaCppEngine)
     assert content(chunks) == result.choices[0].message["content"]
 
 
-async def test_stop_strings_end_the_answer_and_never_leak(engine: LlamaCppEngine) -> None:
+async def test_stop_strings_end_the_answer_and_never_leak(
+    engine: LlamaCppEngine, outcomes: list[Outcome]
+) -> None:
     # The stop string is a word this build's model was seen to write, past the answer's start.
     seen = await engine.chat(ask("Tell me about the sea.", max_tokens=40))
     text = seen.choices[0].message["content"]
@@ -234,6 +237,7 @@ async def test_stop_strings_end_the_answer_and_never_leak(engine: LlamaCppEngine
     result = await engine.chat(request)
     assert result.choices[0].message["content"] == text[:cut], (text, stop)
     assert result.choices[0].finish_reason == "stop"
+    assert outcomes[-1].stopped_by == stop  # which stop string ended it (tool calls need it)
     assert result.usage.completion_tokens <= seen.usage.completion_tokens
     # A stream never sends the beginning of the stop string ahead of knowing it is one.
     chunks = [c async for c in engine.chat_stream(request)]
@@ -265,21 +269,12 @@ async def test_conversation_with_tool_turns_is_answered(engine: LlamaCppEngine) 
         "assistant",
         "user",
     ]
-    request = ChatRequest(model="smol", messages=messages, tools=[TOOL], max_tokens=10)
+    # Tool calling itself is tested in test_llama_tools.py; "none" leaves the tools aside.
+    request = ChatRequest(
+        model="smol", messages=messages, tools=[TOOL], tool_choice="none", max_tokens=10
+    )
     result = await engine.chat(request)
     assert result.choices[0].message["tool_calls"] is None
-
-
-@pytest.mark.parametrize(
-    "tool_choice", ["any", "required", {"type": "function", "function": {"name": "get_time"}}]
-)
-async def test_a_demanded_tool_call_is_refused(engine: LlamaCppEngine, tool_choice: Any) -> None:
-    request = ask("What time is it?", tools=[TOOL], tool_choice=tool_choice)
-    with pytest.raises(EngineError) as caught:
-        await engine.chat(request)
-    assert (caught.value.status, caught.value.code) == (400, "tools_not_supported")
-    with pytest.raises(EngineError):
-        [c async for c in engine.chat_stream(request)]
 
 
 async def test_json_schema_output_always_parses_and_validates(engine: LlamaCppEngine) -> None:

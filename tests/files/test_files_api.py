@@ -280,3 +280,12 @@ async def test_control_characters_do_not_reach_the_database(client: httpx.AsyncC
     assert resp.status_code == 200, resp.text
     assert resp.json()["filename"] == "ab.jsonl"
     assert resp.json()["mimetype"] == "text/plain"
+
+
+async def test_an_absurd_content_length_is_no_server_error(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/v1/files",
+        headers={"content-length": "9" * 5000, "content-type": "multipart/form-data; boundary=x"},
+        content=b"--x--\r\n",
+    )
+    assert 400 <= response.status_code < 500, response.text

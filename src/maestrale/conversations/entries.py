@@ -292,7 +292,7 @@ def append_messages(
         # Any other entry ends a group of tool executions (a handoff ends its step).
         group = None
         if kind == "message.output":
-            content = item["content"]
+            content = model_content(item["content"])
             if type(content) is not str:
                 special.append(len(messages))
             messages.append({"role": "assistant", "content": content})
@@ -324,3 +324,18 @@ def append_messages(
                 {"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["result"]}
             )
     return first, group
+
+
+# Chunks of an answer that are for the client (a tool's citations and files), not the model.
+CLIENT_CHUNKS = frozenset({"tool_reference", "tool_file"})
+
+
+def model_content(content: Any) -> Any:
+    """What a model reads of an answer's content: without the citations and files the server's
+    tools added (text alone when nothing else is left)."""
+    if not isinstance(content, list):
+        return content
+    kept = [c for c in content if not (isinstance(c, dict) and c.get("type") in CLIENT_CHUNKS)]
+    if all(isinstance(c, dict) and c.get("type") == "text" for c in kept):
+        return "".join(str(c.get("text") or "") for c in kept)
+    return kept

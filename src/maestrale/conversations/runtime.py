@@ -74,7 +74,7 @@ class Target:
         for tool in self.tools:
             kind = tool.get("type", "function")
             if kind != "function" and not (handles is not None and handles(str(kind))):
-                others = " and connector tools" if handles is not None else ""
+                others = " and the tools this server runs" if handles is not None else ""
                 raise ToolUnavailable(
                     f"tool type {kind!r} cannot run on this server: only function tools (run by "
                     f"the client){others} are available",
@@ -191,6 +191,9 @@ async def run(
         gateway.db.check_released("a tool call")
         outputs += await tool_runs.execute(target.toolbox, confirmed, emit, 0)
     lead = len(outputs)
+    # The citations and files of the tools run since the model last answered: its next answer
+    # carries them.
+    cited = tool_runs.chunks_of(outputs)
     before = [*history, *outputs, *inputs]
     ran_tools = lead > 0
     for _ in range(MAX_STEPS):
@@ -220,11 +223,19 @@ async def run(
         handoffs = [c for c in calls if _handoff_target(c, target) is not None]
         functions = [c for c in calls if _handoff_target(c, target) is None]
         if isinstance(content, str) and (content or not calls):
-            outputs.append(E.message_output(content, target.agent_id, target.model, message_id))
+            answer = E.message_output(content, target.agent_id, target.model, message_id)
+            if cited:
+                answer["content"] = [{"type": "text", "text": content}, *cited]
+                if emit is not None:
+                    await emit_chunks(emit, answer, cited, len(outputs))
+                cited = []
+            outputs.append(answer)
         runs, waiting = _sort_calls(functions, target)
         if runs:
             gateway.db.check_released("a tool call")
-            outputs += await tool_runs.execute(target.toolbox, runs, emit, len(outputs))
+            ran = await tool_runs.execute(target.toolbox, runs, emit, len(outputs))
+            outputs += ran
+            cited += tool_runs.chunks_of(ran)
             ran_tools = True
         for item in waiting:
             outputs.append(item)
@@ -356,6 +367,26 @@ async def streamed_turn(
         "tool_calls": [calls[i] for i in sorted(calls)] or None,
     }
     return message, usage
+
+
+async def emit_chunks(
+    emit: Emit, answer: dict[str, Any], chunks: list[dict[str, Any]], output_index: int
+) -> None:
+    """Stream the chunks an answer carries after its text (citations, files), one delta each."""
+    for position, chunk in enumerate(chunks, start=1):
+        await emit(
+            {
+                "type": "message.output.delta",
+                "created_at": E.now_text(),
+                "output_index": output_index,
+                "id": answer["id"],
+                "content_index": position,
+                "content": chunk,
+                "model": answer["model"],
+                "agent_id": answer["agent_id"],
+                "role": "assistant",
+            }
+        )
 
 
 def function_call_event(item: dict[str, Any], output_index: int) -> dict[str, Any]:

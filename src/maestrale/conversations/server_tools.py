@@ -48,6 +48,10 @@ class ToolOutcome:
     output: str  # the result's text (or the error's, when `error` is set)
     error: str | None = None  # why the call failed (tool error, timeout, unreachable server)
     info: dict[str, Any] = field(default_factory=dict)  # extra entry info (content, timing...)
+    # Chunks the answer that follows carries: `tool_reference` citations (a search's sources, a
+    # library's documents) and `tool_file` files the tool produced (Files API ids).
+    references: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ServerToolbox(Protocol):

@@ -22,6 +22,9 @@ from maestrale.conversations.server_tools import ServerTool, ServerToolbox, Tool
 log = logging.getLogger("maestrale.conversations")
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
+# The info key of the chunks a call's outcome gives the answer that follows it (citations and
+# files: `tool_reference` and `tool_file`).
+CHUNKS = "content_chunks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,8 @@ async def _execute(
     if not isinstance(outcome, str):
         for key, value in outcome.info.items():
             info.setdefault(key, value)
+        if error is None and (outcome.references or outcome.files):
+            info[CHUNKS] = [*outcome.references, *outcome.files]
     return E.tool_execution(
         entry_id,
         call.name,
@@ -163,3 +168,13 @@ def done_event(item: dict[str, Any], output_index: int) -> dict[str, Any]:
         "name": item["name"],
         "info": item["info"],
     }
+
+
+def chunks_of(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chunks the tool.execution entries `items` give the answer that follows them."""
+    return [
+        chunk
+        for item in items
+        if item.get("type") == "tool.execution"
+        for chunk in (item.get("info") or {}).get(CHUNKS) or []
+    ]

@@ -7,7 +7,11 @@ runner commits.
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.util
 import logging
+import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +32,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
+from sqlalchemy.util.concurrency import await_
 
 from maestrale.core.regex import sqlite_regexp
 
@@ -82,7 +87,57 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None:
+# The key, in a pooled connection's `info`, that says whether it loaded sqlite-vec (the vector
+# index of document libraries): `(await session.connection()).info.get(SQLITE_VEC)`.
+SQLITE_VEC = "sqlite_vec"
+
+
+def sqlite_vec_path() -> str | None:
+    """The loadable sqlite-vec extension of the installed `sqlite-vec` package, or None.
+
+    Found without importing the package: its module imports NumPy, which a serving process
+    keeps out until something needs it."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def sqlite_can_load_extensions() -> bool:
+    """Whether this Python's sqlite3 module can load extensions (many pyenv builds cannot)."""
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def _load_sqlite_vec(dbapi_conn: DBAPIConnection) -> bool:
+    """Load sqlite-vec into a new connection; False (and a warning) where it cannot be."""
+    path = sqlite_vec_path()
+    if path is None or not sqlite_can_load_extensions():
+        return False
+    # aiosqlite runs the sqlite3 connection on its own thread: go through its coroutines, the
+    # way the dialect's adapter calls `create_function` (a greenlet-bridged await).
+    driver: Any = getattr(dbapi_conn, "driver_connection", dbapi_conn)
+    try:
+        if isinstance(driver, sqlite3.Connection):
+            driver.enable_load_extension(True)
+            try:
+                driver.load_extension(path)
+            finally:
+                driver.enable_load_extension(False)
+        else:
+            await_(driver.enable_load_extension(True))
+            try:
+                await_(driver.load_extension(path))
+            finally:
+                await_(driver.enable_load_extension(False))
+    except Exception as exc:  # a wheel of another platform, an old SQLite: exact scans
+        log.warning("sqlite-vec could not be loaded (%s): vectors are searched by exact scan", exc)
+        return False
+    return True
+
+
+def _sqlite_pragmas(
+    dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry, *, load_extensions: bool = True
+) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -91,6 +146,7 @@ def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _: ConnectionPoolEntry) -> None
     cursor.close()
     # REGEXP in linear time (RE2), over the dialect's own registration with Python's `re`.
     dbapi_conn.create_function("regexp", 2, sqlite_regexp(), deterministic=True)
+    record.info[SQLITE_VEC] = load_extensions and _load_sqlite_vec(dbapi_conn)
 
 
 def _json_dumps(value: Any) -> str:
@@ -98,9 +154,10 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10, load_extensions: bool = True) -> AsyncEngine:
     """The engine of `url`. Its errors never show their bound parameters (`hide_parameters`):
-    they are prompts, instructions and documents, and a traceback goes to the logs."""
+    they are prompts, instructions and documents, and a traceback goes to the logs.
+    `load_extensions=False` keeps sqlite-vec out of SQLite connections (tests of the fallback)."""
     if is_sqlite(url):
         engine = create_async_engine(
             url,
@@ -108,7 +165,11 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             json_serializer=_json_dumps,
             hide_parameters=True,
         )
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(
+            engine.sync_engine,
+            "connect",
+            functools.partial(_sqlite_pragmas, load_extensions=load_extensions),
+        )
         return engine
     engine = create_async_engine(
         url,

@@ -52,6 +52,8 @@ def _route_of(scope: Scope) -> str:
 
 # The routes that stream their body to storage (and count it) instead of parsing it in memory.
 UPLOAD_PATHS = frozenset({"/v1/files", "/v1/audio/transcriptions"})
+# Those with a parameter in their path: a library's documents.
+UPLOAD_PATTERNS = (re.compile(r"^/v1/libraries/[^/]+/documents$"),)
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -64,11 +66,12 @@ class BodyLimits:
     upload: int
     routes: Mapping[str, int] = field(default_factory=dict)
     uploads: frozenset[str] = UPLOAD_PATHS
+    upload_patterns: tuple[re.Pattern[str], ...] = UPLOAD_PATTERNS
 
     def of(self, path: str) -> tuple[int, bool]:
         """The limit of `path`, and whether its route streams the body itself."""
         path = path.rstrip("/") or "/"
-        if path in self.uploads:
+        if path in self.uploads or any(p.match(path) for p in self.upload_patterns):
             return self.upload, True
         return self.routes.get(path, self.json), False
 

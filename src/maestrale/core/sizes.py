@@ -37,3 +37,12 @@ def at_most(limit: int, field: str) -> BeforeValidator:
         return value
 
     return BeforeValidator(check)
+
+
+def declared_length(value: str | None) -> int | None:
+    """A request's `Content-Length` as a number, or None when it is missing or no plain decimal
+    of at most 19 digits (a longer one cannot be a real length, and Python's `int` refuses more
+    than 4,300 digits with an error)."""
+    if value and value.isascii() and value.isdigit() and len(value) < 20:
+        return int(value)
+    return None

@@ -7,7 +7,7 @@ followed by its data (`bytes`) and `FILE_END`. Form fields are small and bounded
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -18,6 +18,7 @@ from python_multipart.multipart import (
     parse_options_header,
 )
 
+from maestrale.core.blobs import CHUNK
 from maestrale.core.errors import BadRequest, UnsupportedMediaType
 
 if TYPE_CHECKING:
@@ -158,3 +159,24 @@ class MultipartReader:
         self._pending = []
         if self._in_file or self._field is not None:
             raise MalformedBody("the multipart body ended in the middle of a part")
+
+
+async def file_chunks(
+    events: AsyncIterator[Event], sink: Callable[[bytes], None]
+) -> AsyncIterator[bytes]:
+    """The file part's data from the event stream, regrouped into chunks of about CHUNK bytes."""
+    buffer = bytearray()
+    async for event in events:
+        if event is FILE_END:
+            break
+        assert isinstance(event, bytes)
+        buffer += event
+        if len(buffer) >= CHUNK:
+            chunk = bytes(buffer)
+            buffer.clear()
+            sink(chunk)
+            yield chunk
+    if buffer:
+        chunk = bytes(buffer)
+        sink(chunk)
+        yield chunk

@@ -16,6 +16,7 @@ from maestrale.core.errors import BadRequest, error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.sizes import declared_length
 from maestrale.dependencies import app_services
 from maestrale.files.download import ByteRange, content_disposition
 from maestrale.files.schemas import FileDeleted, FileDetailOut, FileList, FileOut, SignedUrl
@@ -67,7 +68,7 @@ async def upload_file(request: Request, session: DbSession, principal: StandardA
     try:
         row = await service.upload(
             request.headers.get("content-type"),
-            int(length) if length and length.isascii() and length.isdigit() else None,
+            declared_length(length),
             request.stream(),
             max_bytes=settings.max_upload_bytes,
             queue=JobQueue(app_services(request).db),

@@ -7,7 +7,7 @@ import hashlib
 import mimetypes
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.blobs import CHUNK, BlobStore, BlobTooLarge
+from maestrale.core.blobs import BlobStore, BlobTooLarge
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import BadRequest, NotFound, PayloadTooLarge
 from maestrale.core.ids import new_id
@@ -32,7 +32,7 @@ from maestrale.files.download import (
     signed_message,
 )
 from maestrale.files.lines import JsonlStats
-from maestrale.files.multipart import FILE_END, Event, FilePart, FormField, MultipartReader
+from maestrale.files.multipart import Event, FilePart, FormField, MultipartReader, file_chunks
 from maestrale.files.repository import FileRepository, file_by_id
 from maestrale.files.tables import StoredFile
 
@@ -100,27 +100,6 @@ class _Stored:
     size: int
     sha256: str
     stats: JsonlStats | None
-
-
-async def _file_chunks(
-    events: AsyncIterator[Event], sink: Callable[[bytes], None]
-) -> AsyncIterator[bytes]:
-    """The file part's data from the event stream, regrouped into chunks of about CHUNK bytes."""
-    buffer = bytearray()
-    async for event in events:
-        if event is FILE_END:
-            break
-        assert isinstance(event, bytes)
-        buffer += event
-        if len(buffer) >= CHUNK:
-            chunk = bytes(buffer)
-            buffer.clear()
-            sink(chunk)
-            yield chunk
-    if buffer:
-        chunk = bytes(buffer)
-        sink(chunk)
-        yield chunk
 
 
 class FileService:
@@ -227,7 +206,7 @@ class FileService:
 
         key = self.blob_key(new_id())
         try:
-            size = await self.blobs.put(key, _file_chunks(events, sink), max_bytes=max_bytes)
+            size = await self.blobs.put(key, file_chunks(events, sink), max_bytes=max_bytes)
         except BlobTooLarge as exc:
             raise too_large(max_bytes) from exc
         if stats is not None:

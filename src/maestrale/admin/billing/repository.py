@@ -22,6 +22,7 @@ class UsageTotal(NamedTuple):
     completion_tokens: int
     cost: float
     calls: int
+    pages: int = 0
 
 
 class BillingRepository(OrganizationRepository):
@@ -46,6 +47,7 @@ class BillingRepository(OrganizationRepository):
                 func.sum(UsageRecord.completion_tokens),
                 func.sum(UsageRecord.cost),
                 func.count(),
+                func.sum(UsageRecord.pages),
             )
             .where(*conditions)
             .group_by(UsageRecord.endpoint, UsageRecord.model, UsageRecord.workspace_id)
@@ -61,8 +63,9 @@ class BillingRepository(OrganizationRepository):
                 int(completion or 0),
                 float(cost or 0.0),
                 int(calls),
+                int(pages or 0),
             )
-            for endpoint, model, ws_id, prompt, completion, cost, calls in rows
+            for endpoint, model, ws_id, prompt, completion, cost, calls, pages in rows
         ]
 
     async def organization_created_at(self) -> datetime | None:

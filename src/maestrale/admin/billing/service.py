@@ -11,7 +11,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from maestrale.admin.billing.repository import BillingRepository
+from maestrale.admin.billing.repository import BillingRepository, UsageTotal
 from maestrale.admin.billing.schemas import (
     FineTuningUsage,
     LibrariesUsage,
@@ -47,6 +47,8 @@ CATEGORIES = {
     "audio": "audio",
     "speech": "audio_characters",
 }
+# Endpoint of the usage records of library documents' processing (libraries_api).
+LIBRARIES = "libraries"
 
 
 def _month(year: int | None, month: int | None) -> datetime:
@@ -70,6 +72,20 @@ def _split_cost(
         return 0.0, 0.0
     share = weight_in / (weight_in + weight_out)
     return cost * share, cost * (1 - share)
+
+
+def _libraries_usage(
+    categories: dict[str, dict[str, dict[str, list[dict[str, Any]]]]], row: UsageTotal
+) -> None:
+    """Documents processed by libraries: the pages read, and the tokens embedded (with their
+    cost) and the documents, by embeddings model."""
+    base = {"workspace_id": row.workspace_id, "endpoint": row.endpoint}
+    pages = categories["libraries_pages"].setdefault(row.model, {"input": []})
+    pages["input"].append({**base, "value": row.pages, "value_paid": row.pages, "cost": 0.0})
+    tokens = categories["libraries_tokens"].setdefault(row.model, {"input": [], "requests": []})
+    value, cost = row.prompt_tokens, round(row.cost, 9)
+    tokens["input"].append({**base, "value": value, "value_paid": value, "cost": cost})
+    tokens["requests"].append({**base, "value": row.calls})
 
 
 def _empty() -> ModelUsage:
@@ -179,6 +195,9 @@ class BillingService:
             raise NotFound(f"workspace {workspace_id!r} not found", code="workspace_not_found")
         categories: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = defaultdict(dict)
         for row in await self.repo.usage_totals(start, end, workspace_id):
+            if row.endpoint == LIBRARIES:
+                _libraries_usage(categories, row)
+                continue
             prompt, completion = row.prompt_tokens, row.completion_tokens
             cost_in, cost_out = _split_cost(row.cost, prompt, completion, self.registry, row.model)
             entry = categories[CATEGORIES.get(row.endpoint, "completion")].setdefault(
@@ -212,7 +231,11 @@ class BillingService:
             start_date=iso(start) or "",
             end_date=iso(end - timedelta(microseconds=1)) or "",
             fine_tuning=FineTuningUsage(storage={}, training={}),
-            libraries_api=LibrariesUsage(audio_seconds=_empty(), pages=_empty(), tokens=_empty()),
+            libraries_api=LibrariesUsage(
+                audio_seconds=_empty(),
+                pages=usage_of("libraries_pages"),
+                tokens=usage_of("libraries_tokens"),
+            ),
             next_month=None if start >= this_month else end.strftime("%Y-%m"),
             ocr=usage_of("ocr"),
             previous_month=(

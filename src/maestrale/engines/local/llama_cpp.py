@@ -9,6 +9,11 @@ Catalog options (`[models.options]`), all optional:
   `EngineError(503, code="engine_overloaded")`.
 - `default_max_tokens`: output cap of requests that send no `max_tokens` (default 1024): a small
   model may loop until its context is full, which takes minutes on a CPU and holds the queue.
+  It bounds a tool call too (text and call together).
+- `max_call_tokens`: output cap of a tool call's JSON, within the request's (default 512; calls
+  to simple tools take 20-60 tokens): the grammar keeps a call well-formed, not short.
+- `tool_call_threshold`: with tool_choice "auto", the least probability the model must give to
+  opening its answer with a tool call for a call to be made (default 0.01; see "Tools").
 - `seed`: sampling seed of requests that send no `random_seed` (default: a random one).
 
 Behaviour:
@@ -18,9 +23,21 @@ Behaviour:
 - Chat uses the GGUF's own chat template. `temperature` (default 0.7; 0 is greedy), `top_p`
   (default 1), `max_tokens`, `stop`, `random_seed`, presence/frequency penalties and `n` (choices
   generated one after another, choice i with seed + i) are honoured.
-- Tools: the small models this engine targets cannot call tools. Offered tools are ignored, except
-  that a `tool_choice` that demands a call ("any", "required" or a named function) is refused with
-  `EngineError(400, code="tools_not_supported")`.
+- Tools (function tools; see `llama_tools`): described in the system prompt, Hermes style.
+  `tool_choice` "any" / "required" makes a call to one of the tools, a named function a call to
+  it: the prompt is followed by `<tool_call>` and the call's JSON is sampled under a grammar
+  (the name one of the allowed tools, the arguments of its parameters schema). "auto" (or none
+  given) calls when the model gives opening its answer with `<tool_call>` a probability of at
+  least `tool_call_threshold`, or when it opens one while writing; otherwise it answers in text,
+  whose first token is visible and opens no tag (`<`: a small model echoes the
+  `<tool_response>` it was given). A threshold rather than a draw: SmolLM2-135M gives a call
+  0.6-1.9% when one is plainly right (weather, sums, web search), at most 0.2% for most other
+  questions ("Thank you!": 0.85%) and under 0.1% after a tool's result: sampling would almost
+  never call, and the decision is reproducible. "none" ignores the tools. One call per turn
+  (`parallel_tool_calls` is moot). A call answers with `tool_calls` (one, a fresh id, the
+  arguments as JSON text) and finish_reason "tool_calls", streamed as one `tool_calls` delta; a
+  call cut by `max_tokens` (or `max_call_tokens`) is returned as the text written so far, with
+  finish_reason "length".
 - `response_format` `json_object` and `json_schema` constrain sampling with a llama.cpp grammar
   (for a schema: built from it), so the output is always JSON (of that schema), unless cut by
   `max_tokens`.
@@ -40,25 +57,26 @@ Behaviour:
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
-    check_tools,
     continuation_logprob,
     generate,
     grammar_for,
-    template_messages,
 )
 from maestrale.engines.local.llama_model import (
     LlamaOptions,
@@ -67,6 +85,17 @@ from maestrale.engines.local.llama_model import (
     load,
     model_path,
     parse_options,
+)
+from maestrale.engines.local.llama_tools import (
+    CALL_PREFIX,
+    TOOL_TAG,
+    CallGrammars,
+    ToolPlan,
+    describe_tools,
+    parse_call,
+    plan_tools,
+    template_messages,
+    tool_call,
 )
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.types import (
@@ -101,6 +130,21 @@ class _Job:
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     grammar: LlamaGrammar | None = None
+    tools: ToolPlan | None = None
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One choice: its text, its tool call if it made one, how it ended, tokens generated."""
+
+    content: str = ""
+    call: dict[str, Any] | None = None
+    finish_reason: str = "length"
+    tokens: int = 0
+
+    def message(self) -> dict[str, Any]:
+        calls = [self.call] if self.call is not None else None
+        return {"role": "assistant", "content": self.content, "tool_calls": calls}
 
 
 class LlamaCppEngine:
@@ -115,6 +159,8 @@ class LlamaCppEngine:
         self._options = options
         self._n_ctx = n_ctx
         self._loaded: LoadedModel | None = None  # touched on the worker thread only
+        self.grammars = CallGrammars()  # likewise
+        self._openers: npt.NDArray[np.intp] | None = None  # likewise
         self._worker: SerialWorker[ChatChunk] = SerialWorker("llama-cpp", options.max_queue)
 
     @property
@@ -128,14 +174,12 @@ class LlamaCppEngine:
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Complete the conversation; `EngineError(503)` when too many requests already wait."""
-        check_tools(request)
         return await self._worker.run(
             lambda cancel: self._run(self._chat_job(request), None, cancel)
         )
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """Stream the completion token by token; closing the stream stops the generation."""
-        check_tools(request)
         stream = self._worker.stream(
             lambda emit, cancel: self._run(self._chat_job(request), emit, cancel)
         )
@@ -203,7 +247,10 @@ class LlamaCppEngine:
 
     def _chat_job(self, request: ChatRequest) -> _Job:
         model = self._model()
-        turns = template_messages(request.messages)
+        tools = plan_tools(request, self.grammars, model.vocab)
+        turns = template_messages(
+            request.messages, describe_tools(tools.offered) if tools is not None else None
+        )
         if not turns:
             raise EngineError(400, "messages must not be empty", code="invalid_request")
         try:
@@ -228,6 +275,7 @@ class LlamaCppEngine:
             presence_penalty=request.presence_penalty,
             frequency_penalty=request.frequency_penalty,
             grammar=grammar_for(model.vocab, request.response_format),
+            tools=tools,
         )
 
     def _fim_job(self, request: FimRequest) -> _Job:
@@ -296,14 +344,9 @@ class LlamaCppEngine:
         for index in range(job.n):
             if emit is not None:
                 emit(ChatChunk(index=index, delta={"role": "assistant", "content": ""}))
-            outcome = Outcome()
-            parts: list[str] = []
             sampling = self._sampling(job, index, model.n_ctx - len(job.prompt))
-            for piece in generate(model, job.prompt, sampling, cancel, outcome):
-                parts.append(piece)
-                if emit is not None:
-                    emit(ChatChunk(index=index, delta={"content": piece}))
-            usage.completion_tokens += outcome.completion_tokens
+            answer = self._choice(model, job, sampling, index, emit, cancel)
+            usage.completion_tokens += answer.tokens
             if cancel.is_set():
                 break  # nobody waits for the rest
             if emit is not None:
@@ -312,15 +355,110 @@ class LlamaCppEngine:
                     ChatChunk(
                         index=index,
                         delta={},
-                        finish_reason=outcome.finish_reason,
+                        finish_reason=answer.finish_reason,
                         usage=Usage(usage.prompt_tokens, usage.completion_tokens) if last else None,
                     )
                 )
-            message = {"role": "assistant", "content": "".join(parts), "tool_calls": None}
             choices.append(
-                Choice(index=index, message=message, finish_reason=outcome.finish_reason)
+                Choice(index=index, message=answer.message(), finish_reason=answer.finish_reason)
             )
         return ChatResult(choices=choices, usage=usage)
+
+    def _choice(
+        self,
+        model: LoadedModel,
+        job: _Job,
+        sampling: Sampling,
+        index: int,
+        emit: Emit | None,
+        cancel: threading.Event,
+    ) -> _Answer:
+        """Generate one choice: text, or a tool call (after some text, when the model opens one
+        while writing), emitting stream chunks when `emit` is given."""
+        tools, answer = job.tools, _Answer()
+        if tools is not None and (tools.forced or self._opens_call(model, job.prompt, sampling)):
+            call_prompt = [*job.prompt, *self._tokens(model, CALL_PREFIX)]
+        else:
+            outcome = Outcome()
+            text = sampling
+            if tools is not None:
+                # A small model tends to echo the <tool_response> block it was just given: the
+                # text it was decided to write opens with a visible token that opens no tag.
+                stop = [*sampling.stop, TOOL_TAG]
+                text = replace(sampling, stop=stop, banned_first=self._blank_or_tag(model))
+            parts: list[str] = []
+            for piece in generate(model, job.prompt, text, cancel, outcome):
+                parts.append(piece)
+                if emit is not None:
+                    emit(ChatChunk(index=index, delta={"content": piece}))
+            answer.content, answer.tokens = "".join(parts), outcome.completion_tokens
+            answer.finish_reason = outcome.finish_reason
+            if tools is None or outcome.stopped_by != TOOL_TAG:
+                return answer
+            written = self._tokens(model, answer.content)
+            call_prompt = [*job.prompt, *written, *self._tokens(model, CALL_PREFIX)]
+        budget = min(
+            sampling.max_tokens - answer.tokens,
+            self._options.max_call_tokens,
+            model.n_ctx - len(call_prompt),
+        )
+        if budget <= 0:
+            answer.finish_reason = "length"
+            return answer
+        call = replace(
+            sampling,
+            max_tokens=budget,
+            stop=[],
+            grammar=tools.grammar,
+            repeat_penalty=1.0,  # JSON repeats its punctuation (as for response_format)
+            # After the decision or the text, the context holds this request's own tokens: the
+            # continuation is as reproducible as they are.
+            fresh=sampling.fresh and tools.forced,
+        )
+        outcome = Outcome()
+        written_call = "".join(generate(model, call_prompt, call, cancel, outcome))
+        answer.tokens += outcome.completion_tokens
+        parsed = parse_call(written_call) if outcome.finish_reason == "stop" else None
+        if parsed is None:  # cut by max_tokens (or cancelled): what was written is the answer
+            answer.content += written_call
+            answer.finish_reason = outcome.finish_reason
+            if emit is not None and written_call:
+                emit(ChatChunk(index=index, delta={"content": written_call}))
+            return answer
+        answer.call, answer.finish_reason = tool_call(*parsed), "tool_calls"
+        if emit is not None:
+            function = dict(answer.call["function"])
+            emit(
+                ChatChunk(
+                    index=index, delta={"tool_calls": [{**answer.call, "function": function}]}
+                )
+            )
+        return answer
+
+    def _opens_call(self, model: LoadedModel, prompt: list[int], sampling: Sampling) -> bool:
+        """Whether the model gives opening its answer with a tool call at least the threshold's
+        probability (tool_choice auto)."""
+        tag = self._tokens(model, TOOL_TAG)
+        if len(prompt) + len(tag) >= model.n_ctx:
+            return False
+        logprob = continuation_logprob(model, prompt, tag, fresh=sampling.fresh)
+        return math.exp(logprob) >= self._options.tool_call_threshold
+
+    def _blank_or_tag(self, model: LoadedModel) -> npt.NDArray[np.intp]:
+        """The tokens whose text is blank (control tokens too) or opens with "<" after blanks,
+        found once (0.2 s for the 49,152 tokens of SmolLM2)."""
+        if self._openers is None:
+            llm = model.llm
+            pieces = (llm.detokenize([t]).lstrip() for t in range(llm.n_vocab()))
+            self._openers = np.array(
+                [t for t, piece in enumerate(pieces) if not piece or piece.startswith(b"<")],
+                dtype=np.intp,
+            )
+        return self._openers
+
+    @staticmethod
+    def _tokens(model: LoadedModel, text: str) -> list[int]:
+        return model.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
 
 def create_engine(spec: ModelSpec) -> LlamaCppEngine:

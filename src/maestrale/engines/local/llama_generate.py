@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,16 +21,25 @@ from typing import Any
 
 import llama_cpp
 import numpy as np
+import numpy.typing as npt
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
 from maestrale.engines.local.llama_model import LoadedModel, Vocabulary
-from maestrale.engines.text import content_text
-from maestrale.engines.types import ChatRequest, EngineError, Message
+from maestrale.engines.types import EngineError
 
 # llama-cpp-python's schema converter lets control characters (raw newlines...) into strings,
 # which `json.loads` rejects; llama.cpp's own converter excludes them, and so do we.
 _LOOSE_CHAR = r'char ::= [^"\\] |'
 _STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+# A bounded repetition becomes nested optional groups in GBNF, one per repeat: llama.cpp refuses
+# 2,000 of them and its parser overflows the stack (the process dies) on 100,000. Schemas whose
+# bounds (or patterns' quantifiers, multiplied) exceed this, or grammars nested deeper or larger
+# than these, are not converted.
+MAX_REPEAT = 1000
+_MAX_NESTING = MAX_REPEAT + 100
+_MAX_GBNF = 1 << 20
+_BOUNDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_QUANTIFIER = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 
 
 @dataclass(slots=True)
@@ -45,6 +55,8 @@ class Sampling:
     frequency_penalty: float = 0.0
     repeat_penalty: float = 1.1
     grammar: LlamaGrammar | None = None
+    # Tokens the first token may not be (their logits are set to -inf before the first draw).
+    banned_first: npt.NDArray[np.intp] | None = None
     # The prompt's evaluation must be exactly one from scratch, not a reuse of the cached prefix
     # of the last request: llama.cpp's numerics differ slightly between the two, enough to change
     # a sample (see `PromptCache`).
@@ -57,81 +69,104 @@ class Outcome:
 
     finish_reason: str = "length"
     completion_tokens: int = 0
+    stopped_by: str | None = None  # the stop string that ended it, if one did
 
 
-def check_tools(request: ChatRequest) -> None:
-    """Refuse a request that demands a tool call: the local models cannot make one."""
-    choice = request.tool_choice
-    if request.tools and (choice in ("any", "required") or isinstance(choice, dict)):
-        raise EngineError(
-            400,
-            "this local model cannot call tools: tool_choice must be 'auto' or 'none'",
-            code="tools_not_supported",
-        )
-
-
-def template_messages(messages: list[Message]) -> list[dict[str, str]]:
-    """Wire messages as plain {role, content} turns that any chat template accepts.
-
-    Tool results become user turns and past tool calls are written as text, because the model has
-    no tool support and many templates reject unknown roles; consecutive turns of one role are
-    merged, because many templates insist that roles alternate.
-    """
-    turns: list[dict[str, str]] = []
-    for message in messages:
-        role = message.get("role")
-        text = content_text(message.get("content"))
-        if role == "tool":
-            name = message.get("name") or "tool"
-            role, text = "user", f"Result of {name}: {text}"
-        elif role == "assistant" and message.get("tool_calls"):
-            calls = json.dumps(message["tool_calls"], ensure_ascii=False)
-            text = f"{text}\n{calls}" if text else calls
-        elif role not in ("system", "user", "assistant"):
-            role = "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + text
-        else:
-            turns.append({"role": str(role), "content": text})
-    return turns
-
-
-def _check_grammar(vocab: Vocabulary, gbnf: str) -> LlamaGrammar:
+def checked_grammar(vocab: Vocabulary, gbnf: str, what: str = "response_format") -> LlamaGrammar:
+    """`gbnf` as a grammar for sampling, or `EngineError(400)` (naming `what`) when llama.cpp
+    cannot parse it."""
     # llama.cpp returns NULL for a grammar it cannot parse, and adding NULL to a sampler chain
     # crashes the process: build the grammar sampler once here and free it, to fail cleanly.
     sampler = llama_cpp.llama_sampler_init_grammar(vocab.handle, gbnf.encode(), b"root")
     if not sampler:
-        raise EngineError(400, "response_format: invalid grammar", code="invalid_request")
+        raise EngineError(400, f"{what}: invalid grammar", code="invalid_request")
     llama_cpp.llama_sampler_free(sampler)
     return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def _check_repeats(node: Any) -> None:
+    """`ValueError` when a repetition bound of `node` (a schema) exceeds `MAX_REPEAT`."""
+    if isinstance(node, list):
+        for item in node:
+            _check_repeats(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        if key in _BOUNDS and isinstance(value, int) and value > MAX_REPEAT:
+            raise ValueError(f"{key} {value} is over {MAX_REPEAT}")
+        if key == "pattern" and isinstance(value, str):
+            product = 1
+            for low, high in _QUANTIFIER.findall(value):
+                product *= max(int(low), int(high or 0), 1)
+                if product > MAX_REPEAT:
+                    raise ValueError(f"the pattern's repetitions exceed {MAX_REPEAT}")
+        _check_repeats(value)
+
+
+def _nesting(gbnf: str) -> int:
+    """The deepest nesting of parentheses in `gbnf`, outside literals and character classes."""
+    deepest = depth = 0
+    closing: str | None = None
+    escaped = False
+    for char in gbnf:
+        if closing is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == closing:
+                closing = None
+        elif char == '"':
+            closing = '"'
+        elif char == "[":
+            closing = "]"
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
+def schema_gbnf(schema: dict[str, Any]) -> str:
+    """The GBNF grammar of the JSON values of `schema` (llama.cpp's converter, control characters
+    kept out of strings); `ValueError` for repetitions over `MAX_REPEAT` or a grammar that
+    llama.cpp could not parse safely, and the converter raises what it meets on a schema it
+    cannot convert."""
+    _check_repeats(schema)
+    gbnf: str = json_schema_to_gbnf(json.dumps(schema))
+    if len(gbnf) > _MAX_GBNF or _nesting(gbnf) > _MAX_NESTING:
+        raise ValueError("the schema's grammar is too large")
+    return gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR)
 
 
 def grammar_for(vocab: Vocabulary, response_format: dict[str, Any] | None) -> LlamaGrammar | None:
     """The grammar that constrains the output to the requested JSON (None for plain text)."""
     kind = (response_format or {}).get("type")
     if kind == "json_object":
-        return _check_grammar(vocab, JSON_GBNF)
+        return checked_grammar(vocab, JSON_GBNF)
     if kind != "json_schema":
         return None
     spec = (response_format or {}).get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if not isinstance(schema, dict):
         # A json_schema format without a schema constrains nothing beyond JSON itself.
-        return _check_grammar(vocab, JSON_GBNF)
+        return checked_grammar(vocab, JSON_GBNF)
     try:
-        gbnf = json_schema_to_gbnf(json.dumps(schema))
+        gbnf = schema_gbnf(schema)
     except Exception as exc:  # the converter raises whatever it meets; all mean "unsupported"
         raise EngineError(
             400,
             f"json_schema: unsupported schema for the local model ({exc})",
             code="invalid_request",
         ) from exc
-    return _check_grammar(vocab, gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR))
+    return checked_grammar(vocab, gbnf)
 
 
-def _stop_at(text: str, stops: list[str], start: int) -> int | None:
-    """Where the earliest stop string found at or after `start` begins, if any."""
-    hits = [i for s in stops if (i := text.find(s, start)) >= 0]
+def _stop_at(text: str, stops: list[str], start: int) -> tuple[int, str] | None:
+    """Where the earliest stop string found at or after `start` begins, and which, if any."""
+    hits = [(i, s) for s in stops if (i := text.find(s, start)) >= 0]
     return min(hits) if hits else None
 
 
@@ -183,6 +218,11 @@ def generate(
         outcome.finish_reason = "cancelled"
         return
     model.prompts.evaluate(prompt, fresh=sampling.fresh)
+    if sampling.banned_first is not None and sampling.banned_first.size:
+        logits = np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
+        )
+        logits[sampling.banned_first] = -np.inf
     sampler = _sampler(llm, sampling)
     try:
         while True:
@@ -199,8 +239,8 @@ def generate(
             text += decoder.decode(llm.detokenize([token]))
             cut = _stop_at(text, stops, max(sent - longest_stop, 0))
             if cut is not None:
-                text = text[:cut]
-                outcome.finish_reason = "stop"
+                text = text[: cut[0]]
+                outcome.finish_reason, outcome.stopped_by = "stop", cut[1]
                 break
             ready = len(text) - _held_back(text, stops)
             if ready > sent:
@@ -217,13 +257,16 @@ def generate(
         yield text[sent:]
 
 
-def continuation_logprob(model: LoadedModel, context: list[int], following: list[int]) -> float:
+def continuation_logprob(
+    model: LoadedModel, context: list[int], following: list[int], fresh: bool = True
+) -> float:
     """The log-probability (natural log) that the model gives to the tokens `following` right
     after `context`: the sum, over each following token, of its log-softmax under the model's
-    logits at that point. The prompt is evaluated as for a reproducible sample.
+    logits at that point. The prompt is evaluated as for a reproducible sample unless `fresh` is
+    false. The context holds `context` and all but the last of `following` afterwards.
     """
     llm = model.llm
-    model.prompts.evaluate(context, fresh=True)
+    model.prompts.evaluate(context, fresh=fresh)
     n_vocab = llm.n_vocab()
     total = 0.0
     for position, token in enumerate(following):

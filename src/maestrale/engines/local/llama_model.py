@@ -73,6 +73,19 @@ class LlamaOptions(BaseModel):
     seed: int | None = Field(
         default=None, ge=0, lt=2**32, description="seed of requests without random_seed"
     )
+    max_call_tokens: int = Field(
+        default=512,
+        ge=1,
+        description="output cap of a tool call's JSON, within the request's own (a grammar keeps "
+        "a call well-formed, not short)",
+    )
+    tool_call_threshold: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="with tool_choice auto, the least probability the model must give to opening "
+        "its answer with a tool call for it to call a tool (1: only when it writes one itself)",
+    )
     repeat_penalty: float = Field(
         default=1.1,
         ge=1.0,

@@ -1,0 +1,1 @@
+"""Document libraries: documents, their processing, and the index that answers searches."""

@@ -1,0 +1,133 @@
+"""From a document's bytes to the text of its pages.
+
+The format comes from the bytes first (`formats.detect`), then each format has its reader:
+PDF text layers and scans (`pdf_reader`, the OCR endpoint's parts), images (OCR), DOCX
+(python-docx), HTML (BeautifulSoup), Markdown (markdown-it-py), and UTF-8 text (CSV, JSON,
+code...). A PDF has its pages; a DOCX is cut at its hard page breaks; other formats are one page.
+
+Hostile files meet limits: pages read, bytes a DOCX unpacks to, characters of text, and the
+time the whole reading may take. Blocking parsers run in a thread, so that the event loop is
+never held; the time limit stops the wait for them (a thread cannot be killed: its work is
+bounded by the size limits instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from maestrale.engines.protocols import OcrEngine
+from maestrale.libraries.ingest import docx_reader, markup, pdf_reader
+from maestrale.libraries.ingest.errors import Unreadable
+from maestrale.libraries.ingest.formats import Format, detect
+from maestrale.libraries.ingest.plain import clean, decode_text
+
+if TYPE_CHECKING:
+    from maestrale.config import Settings
+
+__all__ = ["Extracted", "Limits", "Unreadable", "extract"]
+
+_NO_OCR = "no OCR engine is configured (setting library_ocr_model)"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one document may cost to read."""
+
+    max_pages: int = 1000
+    max_unpacked_bytes: int = 256 * 1024 * 1024
+    max_text_chars: int = 20_000_000
+    timeout_seconds: float = 900.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(
+            max_pages=settings.library_max_pages,
+            max_unpacked_bytes=settings.library_max_unpacked_bytes,
+            max_text_chars=settings.library_max_text_chars,
+            timeout_seconds=settings.library_extract_timeout_seconds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """The text of each page (index 0 is page 1), the format found, and how many pages the OCR
+    engine recognised (for accounting)."""
+
+    pages: list[str]
+    mimetype: str
+    extension: str  # lower case, without the dot: "pdf", "docx", "md", "txt"
+    ocr_pages: int = 0
+
+
+async def extract(
+    data: bytes,
+    filename: str,
+    mimetype: str | None,
+    ocr: OcrEngine | None,
+    *,
+    limits: Limits | None = None,
+    no_ocr: str = _NO_OCR,
+) -> Extracted:
+    """The document's pages of text; `Unreadable(reason)` when it cannot be read. `ocr` reads
+    scanned pages and images (None: such a document is unreadable, `no_ocr` saying why).
+    `OcrUnavailable` when the engine fails as a busy server does (worth retrying)."""
+    limits = limits or Limits()
+    if not data:
+        raise Unreadable("the document is empty")
+    found = detect(data, filename, mimetype)
+    try:
+        async with asyncio.timeout(limits.timeout_seconds):
+            pages, ocr_pages = await _read(found, data, filename, ocr, limits, no_ocr)
+    except TimeoutError as exc:
+        raise Unreadable(
+            f"reading the document took over {limits.timeout_seconds:g} seconds"
+        ) from exc
+    pages = [clean(page) for page in pages]
+    if sum(map(len, pages)) > limits.max_text_chars:
+        raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
+    if not any(page.strip() for page in pages):
+        raise Unreadable("the document has no text")
+    return Extracted(pages, found.mimetype, found.extension, ocr_pages)
+
+
+async def _read(
+    found: Format,
+    data: bytes,
+    filename: str,
+    ocr: OcrEngine | None,
+    limits: Limits,
+    no_ocr: str,
+) -> tuple[list[str], int]:
+    name = filename[:200] or "document"
+    if found.reader == "pdf":
+        pdf = await pdf_reader.read_pdf(
+            data,
+            name,
+            ocr,
+            max_pages=limits.max_pages,
+            max_chars=limits.max_text_chars,
+            no_ocr=no_ocr,
+        )
+        return pdf.pages, pdf.ocr_pages
+    if found.reader == "image":
+        return [await pdf_reader.read_image(data, name, found.mimetype, ocr, no_ocr)], 1
+    if found.reader == "docx":
+        pages = await asyncio.to_thread(docx_reader.read_docx, data, limits.max_unpacked_bytes)
+        if len(pages) > limits.max_pages:
+            raise Unreadable(f"the document has over {limits.max_pages} pages")
+        return pages, 0
+    # Text formats: a text of more characters than the limit has at least as many bytes.
+    if len(data) > 4 * limits.max_text_chars + 4:
+        raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
+    if found.reader == "html":
+        if b"\x00" in data:
+            raise Unreadable("the file holds binary data (NUL bytes), not HTML")
+        return [await asyncio.to_thread(markup.html_text, data)], 0
+    text = decode_text(data)
+    if len(text) > limits.max_text_chars:
+        raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
+    if found.reader == "markdown":
+        return [await asyncio.to_thread(markup.markdown_text, text)], 0
+    return [text], 0

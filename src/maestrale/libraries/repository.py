@@ -1,0 +1,186 @@
+"""SQL of libraries and their sharings, scoped to what the caller may see (`access`).
+
+Writers that touch a library and its documents take the library's row first (an UPDATE of it),
+then the documents': uploads, document and library deletions all do, so that they serialise
+on Postgres without deadlocks and the counters stay exact.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.auth.tables import User, Workspace
+from maestrale.core.clock import utcnow
+from maestrale.core.pagination import keyset_after
+from maestrale.libraries.access import owned_by, visible_to
+from maestrale.libraries.tables import Library, LibraryDocument, LibrarySharing
+
+
+def like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def contains(column: Any, text: str) -> ColumnElement[bool]:
+    """Case-insensitive substring match, the pattern's wildcards taken literally."""
+    result: ColumnElement[bool] = column.ilike(f"%{like_escape(text)}%", escape="\\")
+    return result
+
+
+class LibraryRepository:
+    def __init__(self, session: AsyncSession, tenant: Tenant) -> None:
+        self.session = session
+        self.tenant = tenant
+
+    def _visible(self) -> Select[Library]:
+        return select(Library).where(visible_to(self.tenant))
+
+    async def get(self, library_id: str) -> Library | None:
+        """A library the caller may read, or None."""
+        found = await self.session.execute(self._visible().where(Library.id == library_id))
+        return found.scalar_one_or_none()
+
+    async def page(
+        self,
+        *,
+        search: str | None,
+        owned_only: bool,
+        offset: int,
+        limit: int,
+        after: tuple[datetime, str] | None,
+        with_total: bool,
+    ) -> tuple[list[Library], int | None, bool]:
+        """A page of the caller's libraries, newest first: the rows, the total (when asked)
+        and whether more follow."""
+        stmt = self._visible()
+        if owned_only:
+            stmt = stmt.where(owned_by(self.tenant))
+        if search:
+            stmt = stmt.where(contains(Library.name, search))
+        total = None
+        if with_total:
+            counted = select(func.count()).select_from(stmt.order_by(None).subquery())
+            total = int((await self.session.execute(counted)).scalar_one())
+        if after is not None:
+            stmt = stmt.where(
+                keyset_after([Library.created_at, Library.id], list(after), descending=True)
+            )
+        else:
+            stmt = stmt.offset(offset)
+        ordered = stmt.order_by(Library.created_at.desc(), Library.id.desc()).limit(limit + 1)
+        rows = list((await self.session.execute(ordered)).scalars())
+        return rows[:limit], total, len(rows) > limit
+
+    async def add(self, row: Library) -> Library:
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def flush(self) -> None:
+        await self.session.flush()
+
+    async def sharings(self, library_ids: Sequence[str]) -> dict[str, list[LibrarySharing]]:
+        """The sharings of these libraries, oldest first, by library."""
+        if not library_ids:
+            return {}
+        found = await self.session.execute(
+            select(LibrarySharing)
+            .where(LibrarySharing.library_id.in_(list(library_ids)))
+            .order_by(LibrarySharing.created_at, LibrarySharing.id)
+        )
+        by_library: dict[str, list[LibrarySharing]] = defaultdict(list)
+        for row in found.scalars():
+            by_library[row.library_id].append(row)
+        return by_library
+
+    async def sharing(self, library_id: str, kind: str, target: str) -> LibrarySharing | None:
+        found = await self.session.execute(
+            select(LibrarySharing).where(
+                LibrarySharing.library_id == library_id,
+                LibrarySharing.share_with_type == kind,
+                LibrarySharing.share_with_uuid == target,
+            )
+        )
+        return found.scalar_one_or_none()
+
+    async def add_sharing(self, row: LibrarySharing) -> LibrarySharing:
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def delete_sharing(self, row: LibrarySharing) -> None:
+        await self.session.delete(row)
+        await self.session.flush()
+
+    async def workspace_in_org(self, workspace_id: str) -> bool:
+        found = await self.session.execute(
+            select(Workspace.id).where(
+                Workspace.id == workspace_id,
+                Workspace.organization_id == self.tenant.organization_id,
+            )
+        )
+        return found.first() is not None
+
+    async def user_in_org(self, user_id: str) -> bool:
+        found = await self.session.execute(
+            select(User.id).where(
+                User.id == user_id, User.organization_id == self.tenant.organization_id
+            )
+        )
+        return found.first() is not None
+
+    async def lock(self, library_id: str) -> bool:
+        """Take the library's row for this transaction (False if it is gone)."""
+        changed = await self.session.execute(
+            update(Library)
+            .where(Library.id == library_id)
+            .values(updated_at=Library.updated_at)
+            .returning(Library.id)
+            .execution_options(synchronize_session=False)
+        )
+        return changed.first() is not None
+
+    async def count_documents(self, library_id: str, documents: int, size: int) -> bool:
+        """Add to the library's counters (negative to remove); False if it is gone. Takes the
+        library's row."""
+        changed = await self.session.execute(
+            update(Library)
+            .where(Library.id == library_id)
+            .values(
+                nb_documents=Library.nb_documents + documents,
+                total_size=Library.total_size + size,
+                updated_at=utcnow(),
+            )
+            .returning(Library.id)
+            .execution_options(synchronize_session=False)
+        )
+        return changed.first() is not None
+
+    async def delete(self, library: Library) -> list[str]:
+        """Delete the library, its documents and sharings (the caller removes the chunks);
+        the blob keys its documents had."""
+        await self.lock(library.id)
+        removed = await self.session.execute(
+            delete(LibraryDocument)
+            .where(LibraryDocument.library_id == library.id)
+            .returning(LibraryDocument.blob_key, LibraryDocument.text_key)
+            .execution_options(synchronize_session=False)
+        )
+        keys = [key for row in removed.all() for key in row if key]
+        await self.session.execute(
+            delete(LibrarySharing)
+            .where(LibrarySharing.library_id == library.id)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.execute(
+            delete(Library)
+            .where(Library.id == library.id)
+            .execution_options(synchronize_session=False)
+        )
+        return keys
