@@ -112,3 +112,22 @@ async def test_odd_library_ids_neither_raise_nor_leak(db: Database) -> None:
                 limit=5,
             )
             assert {hit.library_id for hit in hits} <= {library}
+
+
+async def test_hostile_library_ids_and_models_find_nothing(db: Database) -> None:
+    rng = np.random.default_rng(4)
+    library = new_id()
+    vectors = unit(rng, 1)
+    async with db.session() as session:
+        await put(session, library, new_id(), ["some words"], vectors)
+    async with db.session() as session:
+        for ids in (["nul\x00"], ["\ud800"], ["x" * 10_000], [""], [library + "\x00"]):
+            hits = await index.search(
+                session, library_ids=ids, query="words", vector=vectors[0], model=MODEL, limit=5
+            )
+            assert hits == []
+        for model in ("nul\x00", "\udfff", "m" * 1000, ""):
+            hits = await index.search(
+                session, library_ids=[library], query="", vector=vectors[0], model=model, limit=5
+            )
+            assert hits == []

@@ -21,15 +21,16 @@ from maestrale.libraries.index.tables import (
     TEXT_SEARCH_COLUMN,
 )
 
-# Words only (letters, digits, marks): no operator, quote or control character survives.
+# Words only (letters, digits, `_`): no operator, quote or control character survives.
 _WORD = re.compile(r"\w+")
 # A query asks for at most this many distinct words, each at most this long.
 MAX_TERMS = 32
 MAX_TERM_LENGTH = 64
 # Only so much of a query is read for its words.
 MAX_QUERY_CHARS = 20_000
-# On SQLite, words held by more than half the chunks add nothing to bm25 (FTS5 floors their
-# IDF at ~0) but cost a pass over half the index; past this many chunks they are left out.
+# Words held by more than this fraction of the chunks are left out of a search (on SQLite
+# once the index holds this many chunks): FTS5's bm25 floors their IDF at ~0 and ts_rank
+# weighs them like any other word, while each costs a pass over that many chunks.
 COMMON_WORDS_AFTER = 1000
 COMMON_FRACTION = 0.5
 # A keyword search is narrowed to its libraries in the FTS5 index unless they hold more than

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from maestrale.libraries.index import exact, keyword
 from maestrale.libraries.index import vectors as vector_tables
 from maestrale.libraries.index.capability import connection_backend
-from maestrale.libraries.index.store import normalised
+from maestrale.libraries.index.store import ID_LENGTH, MODEL_LENGTH, normalised, storable
 from maestrale.libraries.index.tables import LibraryChunk
 
 # Reciprocal rank fusion's constant (Cormack et al.): damps the weight of the very first ranks.
@@ -72,14 +72,15 @@ async def search(
 
     May write: chunks indexed where the vector extension could not be loaded are added to its
     tables here, so the caller's transaction should commit."""
-    libraries = list(dict.fromkeys(i for i in library_ids if isinstance(i, str) and i))
+    # Ids no chunk can have (and that a driver would refuse) are no libraries of the index.
+    libraries = list(dict.fromkeys(i for i in library_ids if storable(i, ID_LENGTH)))
     limit = min(int(limit), MAX_LIMIT)
     if not libraries or limit <= 0:
         return []
     n = candidates(limit)
     rankings: list[list[int]] = []
     query_vector = _query_vector(vector)
-    if query_vector is not None and isinstance(model, str) and model:
+    if query_vector is not None and storable(model, MODEL_LENGTH):
         rankings.append(await _vector_ranking(session, libraries, model, query_vector, n))
     if isinstance(query, str):
         rankings.append(await keyword.ranking(session, library_ids=libraries, query=query, n=n))

@@ -78,9 +78,20 @@ def normalised(vectors_: Any, rows: int | None = None) -> NDArray[np.float32]:
     return np.ascontiguousarray(matrix / norms, dtype=np.float32)
 
 
+def storable(value: object, length: int) -> bool:
+    """Whether `value` is a string both databases can hold in a column of `length`."""
+    if not isinstance(value, str) or not value or len(value) > length or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_ids(**ids: str) -> None:
     for name, value in ids.items():
-        if not isinstance(value, str) or not value or len(value) > ID_LENGTH:
+        if not storable(value, ID_LENGTH):
             raise ValueError(f"bad {name} {value!r}")
 
 
@@ -103,7 +114,7 @@ async def replace_document(
         library_id=library_id,
         document_id=document_id,
     )
-    if not isinstance(model, str) or not model or len(model) > MODEL_LENGTH:
+    if not storable(model, MODEL_LENGTH):
         raise ValueError(f"bad embedding model {model!r}")
     await delete_document(session, document_id)
     if not chunks:
