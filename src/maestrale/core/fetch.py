@@ -79,9 +79,10 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
 def address_allowed(address: str, policy: FetchPolicy) -> bool:
     """A public unicast address, or any address when the policy allows private ones.
 
-    An IPv4-mapped address is judged as the IPv4 address it maps; an IPv6 address that embeds
-    IPv4 ones otherwise (compatible, translated, NAT64, 6to4, Teredo) must pass both the IPv6
-    rules and the IPv4 rules for every address it embeds."""
+    An IPv6 address that stands for IPv4 ones (mapped, compatible, translated, NAT64, 6to4,
+    Teredo) is judged by the IPv4 rules for every address it embeds: that is where it leads. Its
+    prefix's own class is no guide, and differs across Python releases (6to4's 2002::/16 counts
+    as private before 3.11.9 / 3.12.4, as global after)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if not isinstance(ip, ipaddress.IPv6Address):
         return _ip_allowed(ip, policy)
@@ -91,7 +92,10 @@ def address_allowed(address: str, policy: FetchPolicy) -> bool:
         # Local-use NAT64 (the operator picks where the IPv4 address sits): never a public
         # destination, whatever it embeds.
         return False
-    return _ip_allowed(ip, policy) and all(_ip_allowed(v4, policy) for v4 in _embedded_ipv4(ip))
+    embedded = _embedded_ipv4(ip)
+    if embedded:
+        return all(_ip_allowed(v4, policy) for v4 in embedded)
+    return _ip_allowed(ip, policy)
 
 
 def _ip_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: FetchPolicy) -> bool:
