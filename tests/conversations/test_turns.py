@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import select
 
 from maestrale.app import create_app
 from maestrale.conversations.repository import ConversationRepository
@@ -159,8 +160,16 @@ async def test_an_append_whose_turn_was_taken_over_stores_nothing(
         cid = await started(client)
         url = f"/v1/conversations/{cid}"
         slow = asyncio.create_task(client.post(url, json={"inputs": "/sleep 600\nslow"}))
-        await asyncio.sleep(0.2)
         db: Database = small_app.state.services.db
+        # Wait for the append to hold its turn (a loaded machine takes its time).
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            async with db.session() as session:
+                owner = await session.scalar(
+                    select(Conversation.turn_owner).where(Conversation.id == cid)
+                )
+            if owner is not None:
+                break
         async with db.session() as session:
             repo = ConversationRepository(session, tenant)
             row = await session.get(Conversation, cid)
