@@ -49,25 +49,34 @@ async def run(
     return await tool.run(context(services, tenant, **settings), {"code": code})
 
 
+# The commands a sandbox is started with (the process names its processes descend from).
+SANDBOX_NAMES = frozenset({b"bwrap", b"setpriv"})
+
+
 def descendants(pid: int | None = None) -> list[int]:
-    """The processes descending from `pid` (this process by default)."""
+    """The sandbox processes descending from `pid` (this process by default): bwrap, the
+    `setpriv` that starts it, and everything below them. Other children of the test process
+    (servers of session fixtures) are not the sandbox's."""
     root = os.getpid() if pid is None else pid
     parents: dict[int, int] = {}
+    names: dict[int, bytes] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
+                head, tail = stat.read().rsplit(b")", 1)
+        except (OSError, ValueError):
             continue
-        parents[int(name)] = int(fields[1])
+        parents[int(name)] = int(tail.split()[1])
+        names[int(name)] = head.split(b"(", 1)[-1]
     found: list[int] = []
     for child in parents:
+        chain = [child]
         ancestor = parents.get(child)
-        while ancestor is not None and ancestor > 1:
-            if ancestor == root:
-                found.append(child)
-                break
+        while ancestor is not None and ancestor > 1 and ancestor != root:
+            chain.append(ancestor)
             ancestor = parents.get(ancestor)
+        if ancestor == root and any(names.get(p) in SANDBOX_NAMES for p in chain):
+            found.append(child)
     return found
