@@ -101,11 +101,16 @@ async def closed_loop(
 
 
 async def interleaved(
-    calls: list[tuple[str, Call]], rounds: int, warmup: int, pids: dict[str, list[int]]
+    calls: list[tuple[str, Call]],
+    rounds: int,
+    warmup: int,
+    pids: dict[str, list[int]],
+    meter: Callable[[], dict[str, float]] | None = None,
 ) -> list[Result]:
     """One call of each path per round, sequentially, the order rotated every round (so drift
     and order effects hit every path alike); `warmup` rounds first, not counted. The CPU of
-    the watched processes is charged to the path that was running."""
+    the watched processes (or the CPU seconds so far `meter` gives, by name, for work in
+    short-lived processes) is charged to the path that was running."""
     results = [Result(label) for label, _ in calls]
     for i in range(warmup):
         for _, call in calls:
@@ -115,9 +120,13 @@ async def interleaved(
         order = list(range(len(calls)))[shift:] + list(range(len(calls)))[:shift]
         for k in order:
             watch = CpuWatch(pids)
+            before = meter() if meter is not None else {}
             await results[k].timed(calls[k][1], i)
-            for name, used in watch.since().items():
-                results[k].cpu[name] = results[k].cpu.get(name, 0.0) + used
+            used = watch.since()
+            if meter is not None:
+                used = {name: spent - before.get(name, 0.0) for name, spent in meter().items()}
+            for name, spent in used.items():
+                results[k].cpu[name] = results[k].cpu.get(name, 0.0) + spent
     return results
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from bench.gateway.processes import BenchError
-from bench.harness import Call, Result, run_main
+from bench.harness import Call, Result, interleaved, run_main
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
 from maestrale.tools.code.runner import Limits, Sandbox
 from maestrale.tools.code.runtime import RuntimeNotFound, find_runtime
@@ -56,21 +56,6 @@ def process_call(*argv: str) -> Call:
             raise BenchError(f"{argv} exited with {proc.returncode}")
 
     return call
-
-
-async def interleaved(calls: list[tuple[str, Call]], rounds: int, warmup: int) -> list[Result]:
-    """One call of each path per round, the order rotated; CPU charged to the running path."""
-    results = [Result(label) for label, _ in calls]
-    for i in range(warmup):
-        for _, call in calls:
-            await call(-i)
-    for i in range(rounds):
-        shift = i % len(calls)
-        for k in [*range(shift, len(calls)), *range(shift)]:
-            before = cpu_now()
-            await results[k].timed(calls[k][1], i)
-            results[k].cpu["all"] = results[k].cpu.get("all", 0.0) + cpu_now() - before
-    return results
 
 
 def table(title: str, results: list[Result]) -> list[str]:
@@ -124,7 +109,7 @@ async def run(args: argparse.Namespace, scratch: Path) -> list[str]:
         ),
     ]
     print(f"{args.runs} rounds of {len(calls)} paths ...", file=sys.stderr)
-    results = await interleaved(calls, args.runs, args.warmup)
+    results = await interleaved(calls, args.runs, args.warmup, {}, meter=lambda: {"all": cpu_now()})
     together = await concurrent(sandbox, args.runs, args.concurrency)
     mine, peer = results[0], results[1]
     verdict = "met" if max(mine.pct(50), mine.pct(95)) <= TARGET_MS else "NOT met"
