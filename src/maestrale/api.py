@@ -16,6 +16,7 @@ from maestrale.completions.router import router as completions_router
 from maestrale.connectors.router import router as connectors_router
 from maestrale.conversations.router import router as conversations_router
 from maestrale.files.router import router as files_router
+from maestrale.fine_tuning.router import router as fine_tuning_router
 from maestrale.libraries.router import router as libraries_router
 from maestrale.observability.campaigns.router import router as observability_campaigns_router
 from maestrale.observability.datasets.router import router as observability_datasets_router
@@ -36,6 +37,7 @@ api_router.include_router(completions_router)
 api_router.include_router(connectors_router)
 api_router.include_router(conversations_router)
 api_router.include_router(files_router)
+api_router.include_router(fine_tuning_router)
 api_router.include_router(libraries_router)
 api_router.include_router(observability_campaigns_router)
 api_router.include_router(observability_datasets_router)

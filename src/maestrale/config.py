@@ -108,6 +108,18 @@ class Settings(BaseSettings):
     )
     fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="per fetched URL")
     fetch_timeout_seconds: float = Field(default=30.0, gt=0, description="per fetched URL")
+    fine_tuning_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=512,
+        description="CPU threads of a training (torch); default: every core of the machine",
+    )
+    fine_tuning_tokens_per_second: float = Field(
+        default=90.0,
+        gt=0,
+        description="training tokens per second of a whole job (start, checkpoints and the "
+        "model's writing included; bench.fine_tuning: 88 on 2 cores): the expected durations",
+    )
     ocr_max_pages: int = Field(default=1000, ge=1, description="pages one OCR request may process")
     ocr_annotation_model: str | None = Field(
         default=None,

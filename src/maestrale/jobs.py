@@ -18,6 +18,7 @@ def build_registry(services: Services | None = None) -> JobRegistry:
     if services is not None:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
+        from maestrale.fine_tuning.tasks import register as register_fine_tuning
         from maestrale.libraries.tasks import register as register_libraries
         from maestrale.observability.campaigns.tasks import register as register_campaigns
         from maestrale.observability.datasets.tasks import register as register_dataset_imports
@@ -25,6 +26,7 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_files(registry, services.blobs)
         register_batch(registry, services)
         register_libraries(registry, services)
+        register_fine_tuning(registry, services)
         register_campaigns(registry, services.gateway)
         register_dataset_imports(registry, services.blobs)
     return registry

@@ -29,6 +29,7 @@ from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobRegistry
 from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineFactory, EngineRegistry
+from maestrale.fine_tuning.artifacts import ArtifactFiles
 from maestrale.gateway.gateway import Gateway
 from maestrale.limits.setup import Limits, build_limits, redis_client
 from maestrale.processes.client import HubClient
@@ -64,6 +65,8 @@ class Services:
     toolboxes: ToolboxFactory | None = None
     # Reaches connectors' MCP servers (pooled sessions) and refreshes their OAuth2 tokens.
     connectors: ConnectorRuntime | None = None
+    # Local copies of fine-tuned models' weights kept in the blob store.
+    artifacts: ArtifactFiles | None = None
 
 
 def make_blob_store(settings: Settings) -> BlobStore:
@@ -108,6 +111,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     invalidator = Invalidator(key_cache, bus)
     limits = build_limits(settings, db, redis, hub)
     secret_key = load_or_create_secret(settings.data_dir, secret_value(settings.secret_key))
+    blobs = make_blob_store(settings)
+    artifacts = ArtifactFiles(blobs, settings.data_dir / "models")
     invalidator.subscribe_local(limits.provider.on_invalidation)
     services = Services(
         settings=settings,
@@ -118,13 +123,14 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         key_cache=key_cache,
         invalidator=invalidator,
         limits=limits,
-        gateway=Gateway(engines, recorder, db, hooks=[limits.hook]),
-        blobs=make_blob_store(settings),
+        gateway=Gateway(engines, recorder, db, hooks=[limits.hook], artifacts=artifacts.local),
+        blobs=blobs,
         secret_key=secret_key,
         histories=Histories(),
         secrets=SecretBox(secret_key, previous_secrets(settings)),
         hub=hub,
         workflows=temporal_engine(settings, settings.temporal_address),
+        artifacts=artifacts,
     )
     services.job_registry = build_registry(services)
     open_connectors(services)

@@ -13,6 +13,7 @@ from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
 from maestrale.files import tables as file_tables
+from maestrale.fine_tuning import tables as fine_tuning_tables
 from maestrale.libraries import tables as library_tables
 from maestrale.libraries.index import tables as library_index_tables
 from maestrale.limits import tables as limits_tables
@@ -45,6 +46,7 @@ __all__ = [
     "connector_tables",
     "conversation_tables",
     "file_tables",
+    "fine_tuning_tables",
     "job_tables",
     "library_index_tables",
     "library_tables",

@@ -35,6 +35,8 @@ class Price(BaseModel):
 
     input_per_million: float = Field(default=0.0, ge=0)
     output_per_million: float = Field(default=0.0, ge=0)
+    # Of fine-tuning jobs on the model: per million tokens trained (steps x tokens per step).
+    training_per_million: float = Field(default=0.0, ge=0)
 
 
 class ModelSpec(BaseModel):

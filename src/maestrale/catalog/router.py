@@ -3,7 +3,9 @@ models."""
 
 from __future__ import annotations
 
-from fastapi import Query
+from functools import partial
+
+from fastapi import Query, Request
 
 from maestrale.catalog.schemas import (
     FineTunedModelOut,
@@ -15,7 +17,8 @@ from maestrale.catalog.schemas import (
 )
 from maestrale.catalog.service import models
 from maestrale.core.auth.dependencies import CurrentTenant
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import DbSession, Work, domain_router
+from maestrale.dependencies import app_services
 from maestrale.engines.dependencies import Engines
 
 router = domain_router(tags=["models"])
@@ -44,10 +47,15 @@ async def retrieve_model(
 
 @router.delete("/models/{model_id:path}", response_model=ModelDeleted)
 async def delete_model(
-    model_id: str, session: DbSession, tenant: CurrentTenant, engines: Engines
+    model_id: str, request: Request, work: Work, tenant: CurrentTenant, engines: Engines
 ) -> ModelDeleted:
-    """Delete a fine-tuned model of the workspace. Base models cannot be deleted (400)."""
-    return await models.delete(session, tenant, engines, model_id)
+    """Delete a fine-tuned model of the workspace (its weights too, once that has committed).
+    Base models cannot be deleted (400)."""
+    row = await models.delete(work.session, tenant, engines, model_id)
+    artifacts = app_services(request).artifacts
+    if artifacts is not None:
+        work.on_commit(partial(artifacts.forget, row.artifact))
+    return ModelDeleted(id=row.id)
 
 
 @router.patch("/fine_tuning/models/{model_id:path}", response_model=FineTunedModelOut)

@@ -17,7 +17,6 @@ from maestrale.catalog.schemas import (
     ModelArchived,
     ModelCapabilities,
     ModelCard,
-    ModelDeleted,
     ModelUpdate,
 )
 from maestrale.catalog.tables import FineTunedModel
@@ -140,10 +139,11 @@ class ModelService:
 
     async def delete(
         self, session: AsyncSession, tenant: Tenant, registry: EngineRegistry, model_id: str
-    ) -> ModelDeleted:
+    ) -> FineTunedModel:
+        """Delete a fine-tuned model; the deleted row (its artifact goes after the commit)."""
         row = await self._mutable(session, tenant, registry, model_id, "deleted")
         await FineTunedModelRepository(session, tenant).delete(row)
-        return ModelDeleted(id=row.id)
+        return row
 
     async def update(
         self,

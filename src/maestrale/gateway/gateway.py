@@ -21,7 +21,7 @@ from maestrale.catalog.repository import FineTunedModelRepository
 from maestrale.catalog.service import ModelNotFound
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
-from maestrale.core.errors import AppError, BadRequest
+from maestrale.core.errors import AppError, BadRequest, ServiceUnavailable
 from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.types import (
@@ -71,11 +71,14 @@ class Gateway:
         recorder: Recorder,
         db: Database,
         hooks: Sequence[CallHook] = (),
+        artifacts: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         self.registry = registry
         self.recorder = recorder
         self.db = db
         self.hooks = list(hooks)
+        # The local file of a fine-tuned model's artifact (fetched from the blob store).
+        self.artifacts = artifacts
 
     async def _resolve(self, caller: Caller, name: str) -> tuple[ModelSpec, object, str]:
         resolved = self.registry.resolve(name)
@@ -91,8 +94,20 @@ class Gateway:
                 base = self.registry.resolve(row.root)
                 if base is None:
                     raise ModelNotFound(f"the base model {row.root!r} of {name!r} is not served")
-                return base.spec, base.engine, row.artifact or base.spec.upstream_model or row.root
+                if row.artifact is None:
+                    return base.spec, base.engine, base.spec.upstream_model or row.root
+                return base.spec, base.engine, await self._artifact(name, row.artifact)
         raise ModelNotFound(f"model {name!r} not found", param="model")
+
+    async def _artifact(self, name: str, artifact: str) -> str:
+        if self.artifacts is None:
+            return artifact
+        try:
+            return await self.artifacts(artifact)
+        except (KeyError, OSError) as exc:
+            raise ServiceUnavailable(
+                f"the weights of model {name!r} cannot be read", code="engine_unavailable"
+            ) from exc
 
     async def open(
         self,

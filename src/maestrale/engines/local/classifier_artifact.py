@@ -12,6 +12,8 @@ A JSON file, written by `maestrale.classifiers.training.train_classifier`:
 
 `weights` has one row of `dimension` numbers per label; a text's scores for a target are
 softmax(weights · v + bias) over its labels, where v is the text's embedding (L2-normalised).
+A target trained for several labels at once (`"activation": "sigmoid"`, a fine-tuning job's
+`multi_class` loss) scores each label on its own: sigmoid(weights · v + bias).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import orjson
 
 FORMAT = "maestrale-classifier"
 VERSION = 1
+ACTIVATIONS = ("softmax", "sigmoid")
 
 
 class ArtifactError(ValueError):
@@ -39,9 +42,13 @@ class TargetHead:
     labels: list[str]
     weights: npt.NDArray[np.float64]  # (labels, dimension)
     bias: npt.NDArray[np.float64]  # (labels,)
+    activation: str = "softmax"  # or "sigmoid": each label scored on its own
 
     def probabilities(self, vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         logits = vectors @ self.weights.T + self.bias
+        if self.activation == "sigmoid":
+            scores: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
+            return scores
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)
         result: npt.NDArray[np.float64] = exp / exp.sum(axis=1, keepdims=True)
@@ -89,6 +96,7 @@ class ClassifierArtifact:
                         "labels": head.labels,
                         "weights": head.weights.tolist(),
                         "bias": head.bias.tolist(),
+                        "activation": head.activation,
                     }
                     for head in self.targets
                 ],
@@ -123,7 +131,10 @@ def load_artifact(path: Path) -> ClassifierArtifact:
             labels = [str(label) for label in target["labels"]]
             if weights.shape != (len(labels), dimension) or bias.shape != (len(labels),):
                 raise ArtifactError(f"{path}: target {target['name']!r} has malformed weights")
-            targets.append(TargetHead(str(target["name"]), labels, weights, bias))
+            activation = str(target.get("activation", "softmax"))
+            if activation not in ACTIVATIONS:
+                raise ArtifactError(f"{path}: unknown activation {activation!r}")
+            targets.append(TargetHead(str(target["name"]), labels, weights, bias, activation))
         if not targets:
             raise ArtifactError(f"{path}: the classifier has no target")
         return ClassifierArtifact(

@@ -49,6 +49,9 @@ Behaviour:
   one last evaluated from scratch (a repeated request, the next of `n` choices): that evaluation
   is still in llama.cpp's cache, exactly, and is reused (see `llama_prompt`). Other requests reuse
   the longest prompt prefix still in the cache (faster for growing conversations).
+- Fine-tuned models: a request whose (upstream) model is the absolute path of a GGUF file (the
+  gateway's local copy of a fine-tuned model of this base) is served by that file, loaded on
+  first use on the same worker thread; the last `MAX_VARIANTS` such files stay loaded.
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
 - `logprob(prompt, continuation)` scores a continuation of a plain-text prompt. The platform API
   has no log-probabilities; this is for tests and diagnostics, which must check what the model
@@ -60,6 +63,7 @@ from __future__ import annotations
 import math
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -70,7 +74,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from maestrale.catalog.config import ModelSpec
+from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
@@ -111,6 +115,7 @@ from maestrale.engines.types import (
 __all__ = ["LlamaCppEngine", "create_engine"]
 
 DEFAULT_TEMPERATURE = 0.7
+MAX_VARIANTS = 2
 _SEEDS = 2**32 - 1  # llama.cpp reads 0xFFFFFFFF as "pick a random seed"
 
 Emit = Callable[[ChatChunk], None]
@@ -131,6 +136,7 @@ class _Job:
     frequency_penalty: float | None = None
     grammar: LlamaGrammar | None = None
     tools: ToolPlan | None = None
+    variant: Path | None = None  # a fine-tuned model's GGUF, else the base
 
 
 @dataclass(slots=True)
@@ -147,6 +153,12 @@ class _Answer:
         return {"role": "assistant", "content": self.content, "tool_calls": calls}
 
 
+def variant_path(model: str) -> Path | None:
+    """The GGUF file a request's model names (a fine-tuned model's weights), or None."""
+    path = Path(model)
+    return path if path.is_absolute() and path.suffix == ".gguf" else None
+
+
 class LlamaCppEngine:
     """Chat and FIM on one GGUF model run in process (ChatEngine, FimEngine, Closeable).
 
@@ -159,6 +171,7 @@ class LlamaCppEngine:
         self._options = options
         self._n_ctx = n_ctx
         self._loaded: LoadedModel | None = None  # touched on the worker thread only
+        self._variants: OrderedDict[Path, LoadedModel] = OrderedDict()  # likewise
         self.grammars = CallGrammars()  # likewise
         self._openers: npt.NDArray[np.intp] | None = None  # likewise
         self._worker: SerialWorker[ChatChunk] = SerialWorker("llama-cpp", options.max_queue)
@@ -212,22 +225,58 @@ class LlamaCppEngine:
         """
         return await self._worker.run(lambda cancel: self._logprob(prompt, continuation))
 
+    async def count_tokens(self, texts: list[str]) -> int:
+        """How many tokens conversations whose text is `texts` take, one text a conversation, by
+        the model's own tokenizer: each text, plus the chat template's frame of one exchange (its
+        default system prompt, the turns' markers), as training sees them (a fine-tuning dry
+        run's token counts). Waits in the queue like a request."""
+
+        def count(cancel: threading.Event) -> int:
+            model = self._model()
+            frame = [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]
+            empty = model.formatter(messages=cast(Any, frame)).prompt
+            overhead = len(model.llm.tokenize(empty.encode("utf-8"), add_bos=False, special=True))
+            tokens = (model.llm.tokenize(t.encode("utf-8"), add_bos=False) for t in texts)
+            return sum(len(found) + overhead for found in tokens)
+
+        return await self._worker.run(count)
+
     async def aclose(self) -> None:
         """Stop the running generation, refuse new ones and free the model."""
         await self._worker.aclose()
-        if self._loaded is not None:
-            self._loaded.llm.close()
-            self._loaded = None
+        for loaded in [self._loaded, *self._variants.values()]:
+            if loaded is not None:
+                loaded.llm.close()
+        self._loaded = None
+        self._variants.clear()
 
     # --- on the worker thread -------------------------------------------------------------
 
-    def _model(self) -> LoadedModel:
+    def _model(self, variant: Path | None = None) -> LoadedModel:
+        if variant is not None:
+            return self._variant(variant)
         if self._loaded is None:
-            try:
-                self._loaded = load(self.model_path, self._options, self._n_ctx)
-            except RuntimeError as exc:
-                raise EngineError(503, str(exc), code="engine_unavailable") from exc
+            self._loaded = self._load(self.model_path)
         return self._loaded
+
+    def _load(self, path: Path) -> LoadedModel:
+        try:
+            return load(path, self._options, self._n_ctx)
+        except RuntimeError as exc:
+            raise EngineError(503, str(exc), code="engine_unavailable") from exc
+
+    def _variant(self, path: Path) -> LoadedModel:
+        loaded = self._variants.pop(path, None)
+        if loaded is None:
+            try:
+                check_file(path)
+            except CatalogError as exc:
+                raise EngineError(503, str(exc), code="engine_unavailable") from exc
+            loaded = self._load(path)
+            while len(self._variants) >= MAX_VARIANTS:
+                self._variants.popitem(last=False)[1].llm.close()
+        self._variants[path] = loaded
+        return loaded
 
     def _logprob(self, prompt: str, continuation: str) -> float:
         model = self._model()
@@ -246,7 +295,8 @@ class LlamaCppEngine:
         return continuation_logprob(model, context, following)
 
     def _chat_job(self, request: ChatRequest) -> _Job:
-        model = self._model()
+        variant = variant_path(request.model)
+        model = self._model(variant)
         tools = plan_tools(request, self.grammars, model.vocab)
         turns = template_messages(
             request.messages, describe_tools(tools.offered) if tools is not None else None
@@ -276,11 +326,13 @@ class LlamaCppEngine:
             frequency_penalty=request.frequency_penalty,
             grammar=grammar_for(model.vocab, request.response_format),
             tools=tools,
+            variant=variant,
         )
 
     def _fim_job(self, request: FimRequest) -> _Job:
         # `add_bos=True` adds BOS only when the model asks for it, so this is the model's prefix.
-        model = self._model()
+        variant = variant_path(request.model)
+        model = self._model(variant)
         llm, vocab = model.llm, model.vocab
         start = llm.tokenize(b"", add_bos=True)
         prefix = llm.tokenize(request.prompt.encode("utf-8"), add_bos=False)
@@ -304,6 +356,7 @@ class LlamaCppEngine:
             top_p=request.top_p,
             seed=request.random_seed,
             stop=list(request.stop),
+            variant=variant,
         )
 
     def _sampling(self, job: _Job, choice: int, room: int) -> Sampling:
@@ -331,7 +384,7 @@ class LlamaCppEngine:
 
     def _run(self, job: _Job, emit: Emit | None, cancel: threading.Event) -> ChatResult:
         """Generate every choice of `job`, emitting stream chunks when `emit` is given."""
-        model = self._model()
+        model = self._model(job.variant)
         if len(job.prompt) >= model.n_ctx:
             raise EngineError(
                 400,

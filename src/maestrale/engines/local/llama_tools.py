@@ -85,7 +85,8 @@ class ToolPlan:
     grammar: LlamaGrammar  # a call to one of the allowed tools (all, or the named one)
 
 
-def _functions(tools: Sequence[dict[str, Any]] | None) -> list[FunctionSpec]:
+def functions_of(tools: Sequence[dict[str, Any]] | None) -> list[FunctionSpec]:
+    """The function tools of a request (other tool types skipped), as the prompt describes them."""
     specs: list[FunctionSpec] = []
     for tool in tools or ():
         if not isinstance(tool, dict) or tool.get("type", "function") != "function":
@@ -118,7 +119,7 @@ def plan_tools(request: ChatRequest, grammars: CallGrammars, vocab: Vocabulary) 
     """How `request` uses its tools: `None` when it offers none or its tool_choice is `none`;
     `EngineError(400)` for a named tool_choice that names none of its tools."""
     choice = request.tool_choice
-    functions = _functions(request.tools)
+    functions = functions_of(request.tools)
     if not functions:
         if choice in ("any", "required") or _named(choice) is not None:
             raise EngineError(

@@ -1,0 +1,106 @@
+"""What a job will cost before it runs: the dry run's figures and every job's `metadata`.
+
+The trainer takes `BATCH_EXAMPLES` examples per optimizer step, so a step trains on about that
+many examples' tokens; the duration comes from the measured training speed (settings) and the
+cost from the catalog's training price.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import cast
+
+from maestrale.catalog.config import ModelSpec
+from maestrale.engines.registry import EngineRegistry
+from maestrale.gateway.estimates import CHARS_PER_TOKEN
+
+# The tokens of the given texts (the training examples' text).
+TokenCounter = Callable[[list[str]], Awaitable[int]]
+
+BATCH_EXAMPLES = 8
+DEFAULT_EPOCHS = {"completion": 3.0, "classifier": 100.0}
+MAX_TRAINING_STEPS = 100_000
+
+
+async def estimate_tokens(texts: list[str]) -> int:
+    """The default counter: characters / 4, plus one per text (no tokenizer needed)."""
+    return sum(len(text) // CHARS_PER_TOKEN + 1 for text in texts)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How long the training runs: `epochs` (given or implied) and `training_steps`."""
+
+    epochs: float
+    training_steps: int
+    epochs_given: bool
+
+
+def plan_steps(
+    job_type: str, examples: int, epochs: float | None, training_steps: int | None
+) -> Plan:
+    """`training_steps` as given, or `ceil(epochs * examples / BATCH_EXAMPLES)` (default epochs
+    by job type); the epochs the steps amount to. `examples` is at least 1."""
+    per_step = min(BATCH_EXAMPLES, examples)
+    if training_steps is not None:
+        return Plan(training_steps * per_step / examples, training_steps, False)
+    given = epochs is not None
+    wanted = epochs if epochs is not None else DEFAULT_EPOCHS[job_type]
+    return Plan(wanted, max(1, math.ceil(wanted * examples / per_step)), given)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    data_tokens: int
+    train_tokens_per_step: int
+    train_tokens: int
+    expected_duration_seconds: int
+    cost: float
+    cost_currency: str
+
+    def metadata(self, estimated_start_time: int | None) -> dict[str, int | float | str | None]:
+        """The JobMetadataOut fields."""
+        return {
+            "expected_duration_seconds": self.expected_duration_seconds,
+            "cost": self.cost,
+            "cost_currency": self.cost_currency,
+            "train_tokens_per_step": self.train_tokens_per_step,
+            "train_tokens": self.train_tokens,
+            "data_tokens": self.data_tokens,
+            "estimated_start_time": estimated_start_time,
+        }
+
+
+def estimate(
+    *,
+    examples: int,
+    data_tokens: int,
+    steps: int,
+    tokens_per_second: float,
+    price_per_million: float,
+    currency: str,
+) -> Estimate:
+    per_step = math.ceil(data_tokens / examples * min(BATCH_EXAMPLES, examples))
+    train_tokens = steps * per_step
+    return Estimate(
+        data_tokens=data_tokens,
+        train_tokens_per_step=per_step,
+        train_tokens=train_tokens,
+        expected_duration_seconds=math.ceil(train_tokens / tokens_per_second),
+        cost=round(train_tokens / 1e6 * price_per_million, 6),
+        cost_currency=currency,
+    )
+
+
+def registry_counter(registry: EngineRegistry) -> Callable[[ModelSpec], TokenCounter]:
+    """The token counter of a base model: its engine's own tokenizer when it has one
+    (`count_tokens`, the llama.cpp engine), else the estimate."""
+
+    def counter(spec: ModelSpec) -> TokenCounter:
+        resolved = registry.resolve(spec.id)
+        count = getattr(resolved.engine, "count_tokens", None) if resolved else None
+        return cast(TokenCounter, count) if callable(count) else estimate_tokens
+
+    return counter
