@@ -19,6 +19,7 @@ from sqlalchemy import text
 from maestrale import __version__
 from maestrale.api import api_router
 from maestrale.config import Settings, make_data_dir
+from maestrale.console import install_console
 from maestrale.core.auth.bootstrap import first_start
 from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.auth.repository import KeyRepository
@@ -166,6 +167,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     }
     install_error_handlers(app, scoped=renderers)
     app.include_router(api_router)
+    install_console(app)
     app.router.default = websocket_not_found(app.router.default)
 
     @app.get("/health", tags=["service"])

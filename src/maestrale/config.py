@@ -367,6 +367,12 @@ class Settings(BaseSettings):
         default="public",
         description="/metrics: open to anyone (public), to an admin key (x-api-key), or off",
     )
+    console_session_hours: float = Field(
+        default=8.0,
+        gt=0,
+        le=24 * 30,
+        description="how long a sign-in to the web console (/console) lasts",
+    )
     log_level: str = "INFO"
     log_json: bool = True
     max_request_bytes: int = Field(

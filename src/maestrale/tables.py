@@ -8,6 +8,7 @@ from maestrale.agents import tables as agent_tables
 from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
 from maestrale.connectors import tables as connector_tables
+from maestrale.console import tables as console_tables
 from maestrale.conversations import tables as conversation_tables
 from maestrale.core.auth import tables as auth_tables
 from maestrale.core.db import Base
@@ -44,6 +45,7 @@ __all__ = [
     "batch_tables",
     "catalog_tables",
     "connector_tables",
+    "console_tables",
     "conversation_tables",
     "file_tables",
     "fine_tuning_tables",

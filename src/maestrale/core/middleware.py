@@ -54,6 +54,9 @@ def _route_of(scope: Scope) -> str:
 UPLOAD_PATHS = frozenset({"/v1/files", "/v1/audio/transcriptions"})
 # Those with a parameter in their path: a library's documents.
 UPLOAD_PATTERNS = (re.compile(r"^/v1/libraries/[^/]+/documents$"),)
+# In-process proxies (the console's): their inner call to /v1 goes through this middleware again
+# and gets its route's limit there, so the outer one streams the body (an upload) untouched.
+PROXY_PREFIXES = ("/console/api/",)
 _NO_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -70,6 +73,8 @@ class BodyLimits:
 
     def of(self, path: str) -> tuple[int, bool]:
         """The limit of `path`, and whether its route streams the body itself."""
+        if path.startswith(PROXY_PREFIXES):
+            return self.upload, True
         path = path.rstrip("/") or "/"
         if path in self.uploads or any(p.match(path) for p in self.upload_patterns):
             return self.upload, True
