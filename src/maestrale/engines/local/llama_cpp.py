@@ -51,7 +51,7 @@ Behaviour:
   the longest prompt prefix still in the cache (faster for growing conversations).
 - Fine-tuned models: a request whose (upstream) model is the absolute path of a GGUF file (the
   gateway's local copy of a fine-tuned model of this base) is served by that file, loaded on
-  first use on the same worker thread; the last `MAX_VARIANTS` such files stay loaded.
+  first use on the same worker thread (`llama_models`: the last two such files stay loaded).
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
 - `logprob(prompt, continuation)` scores a continuation of a plain-text prompt. The platform API
   has no log-probabilities; this is for tests and diagnostics, which must check what the model
@@ -63,7 +63,6 @@ from __future__ import annotations
 import math
 import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -74,7 +73,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
@@ -86,10 +85,10 @@ from maestrale.engines.local.llama_model import (
     LlamaOptions,
     LoadedModel,
     check_file,
-    load,
     model_path,
     parse_options,
 )
+from maestrale.engines.local.llama_models import LlamaModels, variant_path
 from maestrale.engines.local.llama_tools import (
     CALL_PREFIX,
     TOOL_TAG,
@@ -115,7 +114,6 @@ from maestrale.engines.types import (
 __all__ = ["LlamaCppEngine", "create_engine"]
 
 DEFAULT_TEMPERATURE = 0.7
-MAX_VARIANTS = 2
 _SEEDS = 2**32 - 1  # llama.cpp reads 0xFFFFFFFF as "pick a random seed"
 
 Emit = Callable[[ChatChunk], None]
@@ -153,12 +151,6 @@ class _Answer:
         return {"role": "assistant", "content": self.content, "tool_calls": calls}
 
 
-def variant_path(model: str) -> Path | None:
-    """The GGUF file a request's model names (a fine-tuned model's weights), or None."""
-    path = Path(model)
-    return path if path.is_absolute() and path.suffix == ".gguf" else None
-
-
 class LlamaCppEngine:
     """Chat and FIM on one GGUF model run in process (ChatEngine, FimEngine, Closeable).
 
@@ -170,8 +162,7 @@ class LlamaCppEngine:
         self.model_path = path
         self._options = options
         self._n_ctx = n_ctx
-        self._loaded: LoadedModel | None = None  # touched on the worker thread only
-        self._variants: OrderedDict[Path, LoadedModel] = OrderedDict()  # likewise
+        self._models = LlamaModels(path, options, n_ctx)  # touched on the worker thread only
         self.grammars = CallGrammars()  # likewise
         self._openers: npt.NDArray[np.intp] | None = None  # likewise
         self._worker: SerialWorker[ChatChunk] = SerialWorker("llama-cpp", options.max_queue)
@@ -244,39 +235,12 @@ class LlamaCppEngine:
     async def aclose(self) -> None:
         """Stop the running generation, refuse new ones and free the model."""
         await self._worker.aclose()
-        for loaded in [self._loaded, *self._variants.values()]:
-            if loaded is not None:
-                loaded.llm.close()
-        self._loaded = None
-        self._variants.clear()
+        self._models.close()
 
     # --- on the worker thread -------------------------------------------------------------
 
     def _model(self, variant: Path | None = None) -> LoadedModel:
-        if variant is not None:
-            return self._variant(variant)
-        if self._loaded is None:
-            self._loaded = self._load(self.model_path)
-        return self._loaded
-
-    def _load(self, path: Path) -> LoadedModel:
-        try:
-            return load(path, self._options, self._n_ctx)
-        except RuntimeError as exc:
-            raise EngineError(503, str(exc), code="engine_unavailable") from exc
-
-    def _variant(self, path: Path) -> LoadedModel:
-        loaded = self._variants.pop(path, None)
-        if loaded is None:
-            try:
-                check_file(path)
-            except CatalogError as exc:
-                raise EngineError(503, str(exc), code="engine_unavailable") from exc
-            loaded = self._load(path)
-            while len(self._variants) >= MAX_VARIANTS:
-                self._variants.popitem(last=False)[1].llm.close()
-        self._variants[path] = loaded
-        return loaded
+        return self._models.get(variant)
 
     def _logprob(self, prompt: str, continuation: str) -> float:
         model = self._model()

@@ -19,6 +19,7 @@ trains it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -151,14 +152,15 @@ def learning_rate(step: int, steps: int, peak: float, warmup_fraction: float) ->
     return peak * max(0.0, 1.0 - (step - warmup) / left)
 
 
-def epoch_order(n: int, epoch: int, seed: int) -> list[int]:
+@functools.lru_cache(maxsize=4)
+def epoch_order(n: int, epoch: int, seed: int) -> tuple[int, ...]:
     """The order the examples are seen in during `epoch`: the same on every run with this seed,
     so that a resumed training sees the batches the interrupted one would have."""
     import random
 
     order = list(range(n))
     random.Random(seed * 1_000_003 + epoch).shuffle(order)
-    return order
+    return tuple(order)
 
 
 def batch_indices(n: int, step: int, batch: int, seed: int) -> list[int]:
