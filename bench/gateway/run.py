@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.gateway.processes import (
     BenchError,
     Processes,
@@ -70,7 +72,7 @@ from bench.gateway.targets import (
 )
 from bench.gateway.wrk import run_wrk, write_scripts
 
-GROUPS = {"maestrale", "litellm", "base"}
+GROUPS = {"maestrale", "litellm", "base", "otel"}
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default="maestrale,litellm",
         help="comma-separated target names or groups: maestrale (maestrale-sqlite, "
         "maestrale-sqlite-x2, maestrale-pg, maestrale-pg-x2), litellm (litellm, litellm-x2), "
-        "base (with --compare-src); direct is always measured",
+        "otel (otel-sqlite, otel-pg: tracing on), base (with --compare-src); direct is always "
+        "measured",
     )
     parser.add_argument(
         "--postgres-url",
@@ -358,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             foreign_cores = max(0.0, foreign / (time.monotonic() - wall0))
             rows = rows_of(reports)
             print_table(rows, pinned, profile.c8_seconds)
+            if any(rep.target.spec.traced for rep in reports):
+                print(f"\nspans exported to the OTLP endpoint: {_exported(reports)}")
             for reason in skipped:
                 lines = [line for line in reason.splitlines() if line.strip()]
                 last = f" ... {lines[-1][:200]}" if len(lines) > 1 else ""
@@ -392,6 +397,17 @@ def main(argv: list[str] | None = None) -> int:
         procs.stop_all()
         databases.drop_all()
     return status
+
+
+def _exported(reports: list[Report]) -> str:
+    """What the traced targets sent to the stub's OTLP endpoint."""
+    direct = next(rep for rep in reports if rep.target.spec.kind == "direct")
+    stats_url = direct.target.url.replace("/v1/chat/completions", "/stub/traces")
+    try:
+        stats = httpx.get(stats_url, timeout=5).json()
+    except httpx.HTTPError as exc:
+        return f"unknown ({exc})"
+    return f"{stats['spans']} spans in {stats['exports']} exports"
 
 
 def _our_cpu(reports: list[Report]) -> float:

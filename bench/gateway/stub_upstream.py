@@ -4,6 +4,8 @@ A raw ASGI app (no framework) so that the baseline costs as little as possible:
 `POST /v1/chat/completions` returns a fixed small completion with usage (or, with
 `"stream": true`, three SSE chunks and `[DONE]`); `GET /v1/models` lists the one model.
 The body is read in full (as a real upstream would) but only looked at for `"stream"`.
+It is also the OTLP/HTTP collector of the traced targets: `POST /v1/traces` counts the spans
+it is sent and drops them; `GET /stub/traces` says how many came.
 
     .venv/bin/python -m bench.gateway.stub_upstream --port 8765
 """
@@ -69,6 +71,21 @@ NOT_FOUND = orjson.dumps({"error": {"message": "not found", "type": "invalid_req
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+PROTOBUF_HEADERS = [(b"content-type", b"application/x-protobuf")]
+# What the traced targets exported (one process: module state is the stub's own).
+TRACES = {"exports": 0, "spans": 0}
+
+
+def _span_count(body: bytes) -> int:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    return sum(
+        len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans
+    )
 
 
 async def _reply(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
@@ -106,6 +123,12 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
             await _reply(send, 200, SSE_HEADERS, STREAM)
         else:
             await _reply(send, 200, JSON_HEADERS, COMPLETION)
+    elif scope["method"] == "POST" and path == "/v1/traces":
+        TRACES["exports"] += 1
+        TRACES["spans"] += _span_count(body)
+        await _reply(send, 200, PROTOBUF_HEADERS, b"")  # an empty ExportTraceServiceResponse
+    elif scope["method"] == "GET" and path == "/stub/traces":
+        await _reply(send, 200, JSON_HEADERS, orjson.dumps(TRACES))
     elif scope["method"] == "GET" and path.endswith("/models"):
         await _reply(send, 200, JSON_HEADERS, MODELS)
     elif path == "/health":

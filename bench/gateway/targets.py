@@ -44,13 +44,15 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 @dataclass(frozen=True)
 class Spec:
     """What to start: `kind` direct | maestrale | litellm; `backend` sqlite | postgres (Maestrale);
-    `workers` server processes; `src` another source tree of Maestrale (a baseline)."""
+    `workers` server processes; `src` another source tree of Maestrale (a baseline); `traced`:
+    Maestrale with OpenTelemetry tracing on, exporting to the stub (its OTLP endpoint)."""
 
     name: str
     kind: str
     backend: str = ""
     workers: int = 1
     src: Path | None = None
+    traced: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -66,6 +68,10 @@ def specs(compare_src: Path | None) -> list[Spec]:
         Spec("maestrale-sqlite-x2", "maestrale", "sqlite", 2),
         Spec("maestrale-pg", "maestrale", "postgres"),
         Spec("maestrale-pg-x2", "maestrale", "postgres", 2),
+    ]
+    out += [
+        Spec("otel-sqlite", "maestrale", "sqlite", traced=True),
+        Spec("otel-pg", "maestrale", "postgres", traced=True),
     ]
     if compare_src is not None:
         out += [
@@ -214,7 +220,10 @@ def launch_maestrale(
         cmd += ["--database-url", database_url]
     if has_workers:
         cmd += ["--workers", str(spec.workers)]
-    proc = _start_group(cmd, _maestrale_env(spec.src), cpus, log, procs)
+    env = _maestrale_env(spec.src)
+    if spec.traced:  # every span exported (OTLP/HTTP, batched) to the stub
+        env["MAESTRALE_OTLP_ENDPOINT"] = f"http://127.0.0.1:{stub_port}"
+    proc = _start_group(cmd, env, cpus, log, procs)
     target = Target(
         spec.name,
         f"http://127.0.0.1:{port}/v1/chat/completions",

@@ -13,8 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
-from sqlalchemy import text
+from fastapi.responses import Response
 
 from maestrale import __version__
 from maestrale.api import api_router
@@ -27,10 +26,12 @@ from maestrale.core.errors import install_error_handlers
 from maestrale.core.metrics import Metrics, merge
 from maestrale.core.middleware import RequestContextMiddleware
 from maestrale.core.migrate import upgrade_async
+from maestrale.core.readiness import install_probes
 from maestrale.core.websocket import websocket_not_found
 from maestrale.dependencies import app_services
 from maestrale.observability import errors as observability_errors
 from maestrale.services import Services, open_services, start_embedded_temporal
+from maestrale.tracing.setup import install_tracing
 from maestrale.workflows import routing as workflow_routing
 
 log = logging.getLogger("maestrale")
@@ -79,6 +80,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             lambda: services.recorder.rejected,
         )
         background = await _serve(services)
+        # Told to stop (SIGTERM): the in-process worker stops claiming jobs at once, while the
+        # server finishes its requests.
+        app.state.lifecycle.on_drain(background.stop.set)
         try:
             yield
         finally:
@@ -170,16 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_console(app)
     app.router.default = websocket_not_found(app.router.default)
 
-    @app.get("/health", tags=["service"])
-    async def health(request: Request) -> JSONResponse:
-        """Liveness and database reachability; no key needed."""
-        try:
-            async with app_services(request).db.sessionmaker() as session:
-                await session.execute(text("SELECT 1"))
-        except Exception:
-            log.exception("health check: database unreachable")
-            return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
-        return JSONResponse({"status": "ok", "version": __version__})
+    install_probes(app, settings)  # /health (liveness, draining) and /ready (readiness)
 
     if settings.metrics_access != "off":
 
@@ -202,4 +197,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body_limits=settings.body_limits,
         renderers=renderers,
     )
+    install_tracing(app, settings)  # outermost: the request's span covers all of it
     return app

@@ -125,8 +125,19 @@ async def _worker(settings: Settings, imports: list[str]) -> None:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def signalled() -> None:
+        # The first signal stops claiming: running jobs get `worker_grace_seconds` to finish,
+        # then go back to the queue. A second one stops at once (their leases then expire and
+        # another worker takes them over).
+        if not stop.is_set():
+            stop.set()
+        elif main is not None:
+            main.cancel()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, signalled)
     make_data_dir(settings.data_dir)
     async with open_services(settings) as services:
         load_job_modules(services.job_registry, imports)
@@ -240,7 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(settings)
     if args.command == "worker":
-        asyncio.run(_worker(settings, args.imports))
+        try:
+            asyncio.run(_worker(settings, args.imports))
+        except asyncio.CancelledError:  # a second SIGTERM: stopped without waiting
+            return 1
         return 0
     if args.command == "classifier":
         from maestrale.classifiers.commands import run as run_classifier

@@ -33,6 +33,7 @@ from maestrale.fine_tuning.artifacts import ArtifactFiles
 from maestrale.gateway.gateway import Gateway
 from maestrale.limits.setup import Limits, build_limits, redis_client
 from maestrale.processes.client import HubClient
+from maestrale.tracing.setup import trace_process
 from maestrale.workflows.temporal.engine import TemporalEngine, TemporalTarget
 
 if TYPE_CHECKING:
@@ -96,12 +97,16 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         settings.resolved_database_url,
         pool_size=settings.database_pool_size,
         strict=settings.strict_connections,
+        connect_timeout=settings.database_connect_timeout,
+        pool_timeout=settings.database_pool_timeout,
+        statement_timeout=settings.database_statement_timeout,
     )
+    untrace = trace_process(settings, db.engine)
     engines = EngineRegistry(
         load_catalog(settings.models), await hosted_engines(hub) if hub else None
     )
     recorder = Recorder(db, interval=settings.accounting_flush_seconds)
-    redis = redis_client(settings.redis_url)
+    redis = redis_client(settings.redis_url, settings.redis_timeout)
     key_cache = KeyCache(settings.auth_cache_ttl)
     bus: Bus | None = RedisBus(redis) if redis is not None else None
     if bus is None and hub is not None:
@@ -148,6 +153,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         if hub is not None:
             await hub.aclose()
         await db.dispose()
+        await untrace()
 
 
 def open_connectors(services: Services) -> None:

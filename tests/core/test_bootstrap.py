@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from maestrale.core.auth.bootstrap import bootstrap
@@ -68,3 +70,30 @@ async def test_a_key_set_later_is_added_but_a_revoked_one_stays_revoked(
             await KeyRepository(session).principal_for_hash(hash_key("msk_later_0123456789"))
             is None
         )
+
+
+async def test_replicas_starting_together_create_one_tenant(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Three serving processes bootstrap an empty database at once (each its own connection):
+    one default tenant, and the given keys stored once."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("replicas share a Postgres database")
+    databases = [Database(database_url) for _ in range(3)]
+
+    async def start(db: Database) -> None:
+        async with db.session() as session:
+            await bootstrap(
+                session, api_key="msk_together_0123456789", admin_key=None, keys_file=None
+            )
+
+    try:
+        await asyncio.gather(*(start(db) for db in databases))
+        async with databases[0].session() as session:
+            count = select(func.count()).select_from(Workspace)
+            assert (await session.execute(count)).scalar_one() == 1
+            keys = select(func.count()).select_from(ApiKey)
+            assert (await session.execute(keys)).scalar_one() == 2
+    finally:
+        for db in databases:
+            await db.dispose()

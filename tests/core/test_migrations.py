@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -14,6 +17,7 @@ from sqlalchemy import Connection
 from maestrale.core.db import Database
 from maestrale.core.migrate import alembic_config, at_heads, script_heads, upgrade_async
 from maestrale.tables import metadata, modelled
+from tests.support import databases
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -55,3 +59,31 @@ def test_a_server_process_does_not_import_what_one_route_or_command_uses() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+@pytest.mark.skipif(not os.environ.get(databases.POSTGRES_ENV), reason="needs Postgres")
+async def test_replicas_migrating_at_once_all_start() -> None:
+    """Three `maestrale migrate` processes on one empty Postgres database at once (replicas with
+    `auto_migrate` starting together): one applies the migrations, the others wait for it and
+    find nothing to do; all succeed."""
+    url = await databases.create_postgres_database(migrate=False)
+    env = {**os.environ, "MAESTRALE_DATABASE_URL": url}
+    try:
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "maestrale",
+                "migrate",
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            for _ in range(3)
+        ]
+        outputs = await asyncio.gather(*(proc.communicate() for proc in procs))
+        for proc, (out, _) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+        assert await at_heads(url)
+    finally:
+        await databases.drop_postgres_database(url)

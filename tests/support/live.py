@@ -37,6 +37,8 @@ def start_server(
         "MAESTRALE_WORKERS": "1",
         # No private Temporal unless a test asks for one (tests/workflows does).
         "MAESTRALE_TEMPORAL_EMBEDDED": "false",
+        # Stopped at once on SIGTERM: no load balancer to let notice (tests/operations sets it).
+        "MAESTRALE_SHUTDOWN_DRAIN_SECONDS": "0",
         **(env or {}),
     }
     log_path = data_dir.parent / f"server-{port}.log"

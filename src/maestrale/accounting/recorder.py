@@ -41,6 +41,7 @@ from maestrale.accounting.bulk import BATCH_ROWS, BulkInsert, batches
 from maestrale.accounting.scrub import scrub_row
 from maestrale.accounting.tables import UsageRecord
 from maestrale.core.db import Database, is_data_error
+from maestrale.core.repeated_failure import RepeatedFailure
 from maestrale.core.sqlite_writer import SqliteWriter
 from maestrale.observability.events.tables import ChatCompletionEvent
 
@@ -80,6 +81,7 @@ class Recorder:
         self._events: Rows = []
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._failures = RepeatedFailure(log, "could not write accounting rows; retrying")
         sqlite_file = db.sqlite_file
         self._writer = SqliteWriter(sqlite_file) if sqlite_file else None
         # (table, "scrubbed" | "dropped") → rows: what /metrics reports.
@@ -204,8 +206,11 @@ class Recorder:
                 await asyncio.shield(self.flush())
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("could not write %d accounting rows; retrying", self.pending)
+            except Exception as exc:
+                self._failures.what = f"could not write {self.pending} accounting rows; retrying"
+                self._failures.failed(exc)
+            else:
+                self._failures.succeeded()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="accounting")

@@ -23,6 +23,7 @@ from httpcore2._backends.auto import AutoBackend
 from httpcore2._backends.base import AsyncNetworkStream
 
 from maestrale.core.fetch import FetchPolicy, UrlNotAllowed, address_allowed
+from maestrale.tracing import inject
 
 
 class AddressRefused(httpcore2.ConnectError):
@@ -149,5 +150,11 @@ def guarded_client(
         headers=dict(headers or {}),
         follow_redirects=False,
         trust_env=False,
+        event_hooks={"request": [_traced]},
         **kwargs,
     )
+
+
+async def _traced(request: httpx2.Request) -> None:
+    """Pass the caller's trace on to the connector's server (nothing when untraced)."""
+    inject(request.headers)

@@ -21,8 +21,10 @@ from typing import Any
 import orjson
 from sqlalchemy import JSON, DateTime, MetaData, event, make_url
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -154,16 +156,106 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def create_engine(url: str, *, pool_size: int = 10, load_extensions: bool = True) -> AsyncEngine:
+# Connection failures that say "the server cannot be reached" (refused, reset, timed out, the
+# server shutting down or starting up, too many clients): SQLSTATE class 08, 57P01-03, 53300.
+_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+
+
+class DatabaseUnavailable(DisconnectionError):
+    """The database cannot be reached: a connection refused, cut or timed out, or a statement
+    that got no answer in time. Raised in place of the driver's raw socket errors (which are no
+    DBAPI errors: SQLAlchemy passes them on unwrapped), so that every layer can tell an outage
+    from a bug (`is_unavailable`); a `DisconnectionError`, which callers already treat as
+    transient (the accounting recorder keeps its rows and retries)."""
+
+
+def _connect(dialect: Dialect, _: object, cargs: Any, cparams: Any) -> DBAPIConnection:
+    """The engine's connect (`do_connect`): a socket error, a timeout or an error of the driver
+    itself (asyncpg's: the server starting up, shutting down, refusing more clients, a wrong
+    password) becomes `DatabaseUnavailable`."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except Exception as exc:
+        if isinstance(exc, dialect.loaded_dbapi.Error):
+            raise  # SQLAlchemy wraps it
+        if isinstance(exc, (OSError, TimeoutError)) or type(exc).__module__.startswith("asyncpg"):
+            raise DatabaseUnavailable(
+                f"cannot connect to the database: {_first_line(exc)}"
+            ) from exc
+        raise
+
+
+def _statement_failed(context: ExceptionContext) -> BaseException | None:
+    """A statement that failed on a socket error or timed out (asyncpg's `command_timeout`):
+    the connection is dropped (it may be half-way through a protocol exchange) and the error
+    raised as `DatabaseUnavailable`. A timeout invalidates only its own connection."""
+    original = context.original_exception
+    if not isinstance(original, (OSError, TimeoutError)):
+        return None
+    context.is_disconnect = True
+    if isinstance(original, TimeoutError):
+        context.invalidate_pool_on_disconnect = False
+    return DatabaseUnavailable(f"the database did not answer: {_first_line(original)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).split("\n", 1)[0][:200]
+    return text or type(exc).__name__
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when `exc` (or an error it was raised from or while handling) says the database
+    cannot be reached or cannot take more work right now: refused, cut, timed out, shutting
+    down, or the pool exhausted. False for errors of the request (values, constraints) and for
+    bugs."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _unavailable(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _unavailable(exc: BaseException) -> bool:
+    if isinstance(exc, (DatabaseUnavailable, PoolTimeout)):
+        return True
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        state = sqlstate_of(exc)
+        if state is None:  # SQLite's (locked, unreadable): no SQLSTATE
+            return isinstance(exc, OperationalError)
+        return state.startswith(_UNREACHABLE_STATES)
+    return False
+
+
+def create_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    load_extensions: bool = True,
+    connect_timeout: float | None = None,
+    pool_timeout: float | None = None,
+    statement_timeout: float | None = None,
+) -> AsyncEngine:
     """The engine of `url`. Its errors never show their bound parameters (`hide_parameters`):
     they are prompts, instructions and documents, and a traceback goes to the logs.
-    `load_extensions=False` keeps sqlite-vec out of SQLite connections (tests of the fallback)."""
+    `load_extensions=False` keeps sqlite-vec out of SQLite connections (tests of the fallback).
+
+    On Postgres, `connect_timeout` bounds a new connection, `pool_timeout` the wait for a free
+    pooled one and `statement_timeout` each statement (asyncpg's `command_timeout`), so that
+    no caller waits for ever on a database that cannot be reached; their failures are raised
+    as `DatabaseUnavailable` (or the pool's `TimeoutError`), see `is_unavailable`."""
+    pooling: dict[str, Any] = {} if pool_timeout is None else {"pool_timeout": pool_timeout}
     if is_sqlite(url):
         engine = create_async_engine(
             url,
             connect_args={"timeout": 30},
             json_serializer=_json_dumps,
             hide_parameters=True,
+            **pooling,
         )
         event.listen(
             engine.sync_engine,
@@ -171,6 +263,11 @@ def create_engine(url: str, *, pool_size: int = 10, load_extensions: bool = True
             functools.partial(_sqlite_pragmas, load_extensions=load_extensions),
         )
         return engine
+    connect_args: dict[str, Any] = {}
+    if connect_timeout is not None:
+        connect_args["timeout"] = connect_timeout
+    if statement_timeout is not None:
+        connect_args["command_timeout"] = statement_timeout
     engine = create_async_engine(
         url,
         pool_size=pool_size,
@@ -181,9 +278,15 @@ def create_engine(url: str, *, pool_size: int = 10, load_extensions: bool = True
         # JSON writer of ours (orjson) takes; orjson reads it as the float it was.
         json_deserializer=orjson.loads,
         hide_parameters=True,
+        connect_args=connect_args,
+        **pooling,
     )
     event.listen(engine.sync_engine, "checkin", _checked_in)
-    event.listen(engine.sync_engine, "checkout", _ping_if_idle)
+    event.listen(
+        engine.sync_engine, "checkout", functools.partial(_ping_if_idle, timeout=connect_timeout)
+    )
+    event.listen(engine.sync_engine, "do_connect", _connect)
+    event.listen(engine.sync_engine, "handle_error", _statement_failed)
     return engine
 
 
@@ -200,12 +303,24 @@ def _checked_in(_: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
     record.info["idle_since"] = time.monotonic()
 
 
-def _ping_if_idle(dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry, _: object) -> None:
+def _ping_if_idle(
+    dbapi_conn: DBAPIConnection,
+    record: ConnectionPoolEntry,
+    _: object,
+    *,
+    timeout: float | None = None,
+) -> None:
+    """Ping a connection that sat idle; one that does not answer within `timeout` (a database
+    cut off the network answers nothing) is replaced, which the connect timeout bounds."""
     idle_since = record.info.get("idle_since")
     if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
         return
+    driver: Any = getattr(dbapi_conn, "driver_connection", None)
     try:
-        dbapi_conn.ping()
+        if timeout is not None and hasattr(driver, "fetchval"):  # asyncpg's own timeout
+            await_(driver.fetchval("SELECT 1", timeout=timeout))
+        else:
+            dbapi_conn.ping()
     except Exception as exc:
         raise DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
 
@@ -225,9 +340,24 @@ class Database:
     every model, tool and network call, can tell a transaction left open across the call.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, strict: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        strict: bool = False,
+        connect_timeout: float | None = 5.0,
+        pool_timeout: float | None = 10.0,
+        statement_timeout: float | None = None,
+    ) -> None:
         self.url = url
-        self.engine = create_engine(url, pool_size=pool_size)
+        self.engine = create_engine(
+            url,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            pool_timeout=pool_timeout,
+            statement_timeout=statement_timeout,
+        )
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self.strict = strict
         self._holders: dict[asyncio.Task[Any], int] = {}

@@ -14,10 +14,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, PendingRollbackError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from maestrale.core.db import sqlstate_of
+from maestrale.core.db import is_unavailable, sqlstate_of
 
 log = logging.getLogger("maestrale.errors")
 
@@ -240,22 +241,63 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 INTERNAL_ERROR = error_body("internal server error", "api_error", "internal_error")
 
 
+# Seconds a client is told to wait (`Retry-After`) when the database cannot be reached, unless
+# the app's settings say otherwise (`unavailable_retry_after`).
+DEFAULT_RETRY_AFTER = 5
+
+
+def database_unavailable(request: Request) -> JSONResponse:
+    """The 503 of a request the database could not serve (refused, cut, timed out, the pool
+    exhausted), with `Retry-After`, in the body of the request's group."""
+    settings = getattr(request.app.state, "settings", None)
+    seconds = getattr(settings, "unavailable_retry_after", DEFAULT_RETRY_AFTER)
+    retry = {"Retry-After": str(seconds)}
+    error = ServiceUnavailable(
+        "the database is unavailable; retry shortly", code="database_unavailable", headers=retry
+    )
+    response = _scoped(request, error) or JSONResponse(error.body(), 503, headers=retry)
+    response.headers["Retry-After"] = retry["Retry-After"]
+    return response
+
+
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """A value the database refuses (SQLSTATE class 22: too long, bad encoding, out of range) is
     the caller's error; a database that cannot be reached is a 503; anything else is a bug."""
-    assert isinstance(exc, DBAPIError)
-    sqlstate = sqlstate_of(exc)
-    if sqlstate is not None and sqlstate.startswith("22"):
-        refused = BadRequest(
-            "a value of the request cannot be stored (too long, out of range or invalid text)",
-            code="invalid_value",
+    if isinstance(exc, DBAPIError):
+        sqlstate = sqlstate_of(exc)
+        if sqlstate is not None and sqlstate.startswith("22"):
+            refused = BadRequest(
+                "a value of the request cannot be stored (too long, out of range or invalid text)",
+                code="invalid_value",
+            )
+            return _scoped(request, refused) or JSONResponse(refused.body(), status_code=400)
+    if is_unavailable(exc):
+        log.error(
+            "database unavailable on %s %s: %s: %s",
+            request.method,
+            request.url.path,
+            type(exc).__name__,
+            _reason(exc),
         )
-        return _scoped(request, refused) or JSONResponse(refused.body(), status_code=400)
-    if exc.connection_invalidated or (isinstance(exc, OperationalError) and sqlstate is None):
-        log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc.orig)
-        body = error_body("the database is unavailable", "api_error", "database_unavailable")
-        return JSONResponse(body, status_code=503)
+        return database_unavailable(request)
     raise exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words, without the statement and its parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    return str(cause).split("\n", 1)[0][:200]
+
+
+# What the database layer raises when it cannot serve: a driver error (wrapped by SQLAlchemy),
+# a connection that failed or was cut (`DatabaseUnavailable`, a `DisconnectionError`), the pool
+# exhausted, a session used again after its connection was lost.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (
+    DBAPIError,
+    DisconnectionError,
+    PoolTimeout,
+    PendingRollbackError,
+)
 
 
 def install_error_handlers(
@@ -266,6 +308,7 @@ def install_error_handlers(
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(DBAPIError, _database_error)
+    for error in DATABASE_ERRORS:
+        app.add_exception_handler(error, _database_error)
     # Unhandled exceptions are turned into a JSON 500 by the request middleware, which also
     # logs them with the request id.

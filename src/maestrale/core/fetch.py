@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from maestrale.core.errors import AppError, BadRequest
+from maestrale.tracing import outbound_headers
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 5
@@ -213,7 +214,8 @@ async def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
 async def _follow(session: aiohttp.ClientSession, url: str, policy: FetchPolicy) -> Fetched:
     for _ in range(_MAX_REDIRECTS + 1):
         _check_url(url, policy)
-        async with session.get(url, allow_redirects=False) as response:
+        headers = outbound_headers(None)  # the caller's trace, when traced
+        async with session.get(url, allow_redirects=False, headers=headers) as response:
             if response.status in _REDIRECTS and "Location" in response.headers:
                 url = urljoin(url, response.headers["Location"])
                 continue

@@ -39,7 +39,7 @@ errlog = logging.getLogger("maestrale.errors")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-def _route_of(scope: Scope) -> str:
+def route_of(scope: Scope) -> str:
     """The matched route's template (bounded label cardinality), with its router prefixes.
 
     FastAPI keeps the prefixed template of an included route in its own scope entry; the route
@@ -142,7 +142,7 @@ class RequestContextMiddleware:
                 await _send_json(send_with_id, 500, INTERNAL_ERROR)
         finally:
             elapsed = time.perf_counter() - started
-            route = _route_of(scope)
+            route = route_of(scope)
             self.metrics.observe(scope["method"], route, state["status"], elapsed)
             log.info(
                 "%s %s %s",

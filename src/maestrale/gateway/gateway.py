@@ -46,6 +46,7 @@ from maestrale.gateway.call import (
 from maestrale.gateway.capabilities import Capability
 from maestrale.gateway.hooks import Caller, CallHook, CallInfo
 from maestrale.gateway.streams import ChatTally, Tally
+from maestrale.tracing import engine_span, span
 
 E = TypeVar("E")
 R = TypeVar("R")
@@ -136,13 +137,14 @@ class Gateway:
         hook's reservation is kept for its own `after_call`. A hook's refusal (its AppError:
         429, spend limit...) hands back the reservations of the hooks before it, and is raised."""
         call.info = CallInfo(call.caller, call.spec, call.endpoint, max_tokens_estimate)
-        for hook in self.hooks:
-            try:
-                reservation = await hook.before_call(call.info)
-            except BaseException:
-                await accounting.reconcile(call, Usage(), 0.0)
-                raise
-            call.reservations.append((hook, reservation))
+        with span("limits"):
+            for hook in self.hooks:
+                try:
+                    reservation = await hook.before_call(call.info)
+                except BaseException:
+                    await accounting.reconcile(call, Usage(), 0.0)
+                    raise
+                call.reservations.append((hook, reservation))
 
     async def run(
         self,
@@ -161,8 +163,10 @@ class Gateway:
         self.db.check_released(f"a call to model {call.model!r}")
         started = time.perf_counter()
         try:
-            result = await work(call.engine)
-            outcome = report(result)
+            with engine_span(call.endpoint, call.model, call.spec.engine) as traced:
+                result = await work(call.engine)
+                outcome = report(result)
+                traced.tokens(outcome.usage)
         except EngineError as exc:
             await self._failed(call, started, exc.status, messages, tools)
             raise engine_failure(exc, call.model) from exc

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 from maestrale.engines.types import ChatChunk, EngineError, Usage
 from maestrale.gateway.call import CLIENT_CLOSED, Call, Report, engine_failure
+from maestrale.tracing import engine_span
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -79,8 +80,9 @@ async def accounted(
     status = CLIENT_CLOSED  # unless the stream reaches its end or fails
     started = time.perf_counter()
     items: AsyncIterator[T] | None = None
+    traced = engine_span(call.endpoint, call.model, call.spec.engine)
     try:
-        items = start(call.engine)
+        items = traced.follow(start(call.engine))
         async for item in items:
             tally.add(item)
             yield item
@@ -93,4 +95,7 @@ async def accounted(
         aclose = getattr(items, "aclose", None)
         if aclose is not None:
             await aclose()
-        await account(status, tally.report())
+        report = tally.report()
+        traced.tokens(report.usage)
+        traced.end(status)
+        await account(status, report)

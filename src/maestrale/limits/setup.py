@@ -14,13 +14,26 @@ from maestrale.limits.memory import MemoryCounters
 from maestrale.limits.policy import LimitsProvider
 
 
-def redis_client(url: str | None) -> Any:
-    """The process's Redis client (counters and invalidations), or None without Redis."""
+def redis_client(url: str | None, timeout: float = 1.0) -> Any:
+    """The process's Redis client (counters and invalidations), or None without Redis.
+
+    Every connect and command gives up after `timeout` seconds, retried once (a pooled
+    connection Redis closed when it restarted): an unreachable Redis costs a call at most about
+    twice `timeout`, then the limits fail closed or open (`limits_fail_open`). The client's own
+    default would retry ten times, each waiting for its 5 s socket timeout."""
     if not url:
         return None
     from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ConstantBackoff
 
-    return Redis.from_url(url, health_check_interval=30)
+    return Redis.from_url(
+        url,
+        health_check_interval=30,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(ConstantBackoff(0.05), 1),
+    )
 
 
 @dataclass(frozen=True, slots=True)

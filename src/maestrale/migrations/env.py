@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from maestrale.core.db import create_engine
@@ -14,6 +15,10 @@ config = context.config
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        # Replicas migrating at once: one applies the migrations, the others wait for its commit
+        # and then find the schema at its head.
+        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('maestrale.migrations'))"))
     context.configure(
         connection=connection,
         target_metadata=metadata,

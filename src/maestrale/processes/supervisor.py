@@ -10,7 +10,9 @@ With N > 1 the supervisor
 - gives the in-process job worker to the first server process only (jobs are claimed under a
   lease, so more would be safe, but one worker per machine is what one process had);
 - restarts a server process that dies, with a backoff, and on SIGINT or SIGTERM stops them all
-  (each finishes its requests, as one process does) before it closes the hub.
+  before it closes the hub: it passes the signal on (each process drains and finishes its
+  requests, as one process does: see `processes.server`) and closes its own copy of the
+  listening socket, so that new connections are refused once every process stopped accepting.
 """
 
 from __future__ import annotations
@@ -103,6 +105,24 @@ class Supervisor:
         self._hub_path = frames.hub_path(settings.data_dir)
         self._sock: socket.socket | None = None
         self._temporal_address: str | None = None
+        self._signal = signal.SIGTERM  # what the server processes are told at shutdown
+
+    def _signalled(self, signum: int) -> None:
+        """The first signal stops everything; a later one is passed on to the server processes
+        (the second ends their drain, the third stops them without waiting)."""
+        if not self.stopping.is_set():
+            self._signal = signal.Signals(signum)
+            self.stopping.set()
+            return
+        self._kill_running(signum)
+
+    def _running(self) -> list[BaseProcess]:
+        return [s.process for s in self._slots if s.process is not None and s.process.is_alive()]
+
+    def _kill_running(self, signum: int) -> None:
+        for process in self._running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid or 0, signum)
 
     async def run(self) -> int:
         settings = self.settings
@@ -121,7 +141,7 @@ class Supervisor:
             await self._start_temporal(stack)
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, self.stopping.set)
+                loop.add_signal_handler(signum, self._signalled, signum)
             log.info("serving on http://%s:%d with %d processes", host, port, self.count)
             for slot in self._slots:
                 self._start(slot)
@@ -195,15 +215,19 @@ class Supervisor:
             self._start(slot)
 
     async def _stop_all(self) -> None:
-        running = [s.process for s in self._slots if s.process is not None and s.process.is_alive()]
-        for process in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid or 0, signal.SIGTERM)
-        # uvicorn's graceful shutdown (10 s) and the job worker's grace, then a margin.
+        running = self._running()
+        self._kill_running(self._signal)
+        # The server processes keep accepting on their copies while they drain; once they have
+        # all closed theirs, the socket is gone and new connections are refused.
+        if self._sock is not None:
+            self._sock.close()
+        # The requests' grace, then the job worker's, then a margin.
+        settings = self.settings
         if running:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self._all_stopped.wait(), 15 + self.settings.worker_grace_seconds
+                    self._all_stopped.wait(),
+                    settings.shutdown_grace_seconds + settings.worker_grace_seconds + 5,
                 )
         for process in running:
             if process.is_alive():
@@ -220,7 +244,12 @@ async def _first_start(settings: Settings) -> None:
 
     if settings.auto_migrate:
         await upgrade_async(settings.resolved_database_url)
-    db = Database(settings.resolved_database_url, pool_size=1)
+    db = Database(
+        settings.resolved_database_url,
+        pool_size=1,
+        connect_timeout=settings.database_connect_timeout,
+        pool_timeout=settings.database_pool_timeout,
+    )
     try:
         await first_start(db, settings)
     finally:

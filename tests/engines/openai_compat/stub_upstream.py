@@ -54,7 +54,15 @@ PROMPT_TOKENS = 10
 EMBEDDING_DIMENSION = 8
 JSON = ((b"content-type", b"application/json"),)
 SSE = ((b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"))
-RECORDED_HEADERS = ("authorization", "user-agent", "content-type", "accept", "x-extra")
+RECORDED_HEADERS = (
+    "authorization",
+    "user-agent",
+    "content-type",
+    "accept",
+    "x-extra",
+    "traceparent",
+    "tracestate",
+)
 
 
 @dataclass

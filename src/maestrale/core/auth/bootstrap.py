@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.config import Settings, secret_value
@@ -38,6 +39,10 @@ async def bootstrap(
     Given keys are stored (hashed) as they are; otherwise keys are generated and written once
     to `keys_file` (mode 0600), never to the log.
     """
+    if session.get_bind().dialect.name == "postgresql":
+        # Replicas starting together on an empty database: one creates the tenant, the others
+        # wait here (until its commit) and then find it.
+        await session.execute(text("SELECT pg_advisory_xact_lock(hashtext('maestrale.bootstrap'))"))
     tenancy = TenancyRepository(session)
     if await tenancy.default_workspace() is not None:
         await _ensure_given_keys(session, api_key, admin_key)

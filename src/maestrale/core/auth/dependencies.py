@@ -19,6 +19,7 @@ from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.db import Database
 from maestrale.core.errors import Unauthorized
 from maestrale.dependencies import app_services
+from maestrale.tracing import span
 
 _BEARER = "bearer "
 
@@ -26,7 +27,8 @@ _BEARER = "bearer "
 async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
     services = app_services(request)
     cache: KeyCache = services.key_cache
-    principal = await cache.lookup(hash_key(key), partial(_read_key, services.db))
+    with span("auth"):
+        principal = await cache.lookup(hash_key(key), partial(_read_key, services.db))
     if principal is None:
         return None
     cache.mark_used(principal.key_id)

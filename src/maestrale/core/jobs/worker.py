@@ -16,7 +16,9 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.core.jobs.queue import ClaimedJob, Effects, Heartbeat, JobQueue
+from maestrale.core.repeated_failure import RepeatedFailure
 from maestrale.core.uow import AfterCommit
+from maestrale.tracing import job_span
 
 logger = logging.getLogger("maestrale.jobs")
 FIRST = asyncio.FIRST_COMPLETED
@@ -137,6 +139,16 @@ def describe_error(exc: BaseException, payload: Mapping[str, Any]) -> str:
     return text
 
 
+def _outcome(handler: asyncio.Task[Any], reason: str) -> str:
+    """How an attempt ended: `succeeded`, `failed` (the handler raised) or why it was stopped
+    (`cancelled`, `timeout`, `released`, `lost`)."""
+    if reason != "done":
+        return reason
+    if handler.cancelled():
+        return "cancelled"
+    return "failed" if handler.exception() is not None else "succeeded"
+
+
 class Worker:
     """Claims up to `concurrency` jobs at a time and runs each in its own task."""
 
@@ -160,6 +172,7 @@ class Worker:
         base = queue or JobQueue(db)
         self.queue = dataclasses.replace(base, lease_seconds=lease_seconds)
         self._release = asyncio.Event()  # set at shutdown: handlers stop, leases go back
+        self._claims = RepeatedFailure(logger, "claiming jobs failed")
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until `stop` is set, then stop claiming, let running jobs finish for up to
@@ -203,11 +216,13 @@ class Worker:
         if room <= 0:
             return []
         try:
-            return await self.queue.claim(self.owner, limit=room, kinds=self.registry.kinds)
-        except Exception:
+            claimed = await self.queue.claim(self.owner, limit=room, kinds=self.registry.kinds)
+        except Exception as exc:
             # A database outage must not kill the worker: poll again later.
-            logger.exception("claiming jobs failed")
+            self._claims.failed(exc)
             return []
+        self._claims.succeeded()
+        return claimed
 
     async def _shutdown(self, tasks: set[asyncio.Task[None]], *, grace: float) -> None:
         if not tasks:
@@ -228,9 +243,12 @@ class Worker:
                 await self.queue.fail(job.id, job.token, f"unknown kind {job.kind}", retry=False)
                 return
             logger.info("job %s (%s) attempt %d started", job.id, job.kind, job.attempt)
-            handler = asyncio.create_task(spec.handler(ctx))
-            reason = await self._supervise(ctx, handler, spec.timeout)
-            await self._finish(ctx, handler, reason, spec.timeout)
+            # The handler's task starts inside the span: its work is traced under it.
+            with job_span(job.kind, job.id, job.attempt) as traced:
+                handler = asyncio.create_task(spec.handler(ctx))
+                reason = await self._supervise(ctx, handler, spec.timeout)
+                traced.set("maestrale.job.outcome", _outcome(handler, reason))
+                await self._finish(ctx, handler, reason, spec.timeout)
         except Exception:
             # The lease then expires and another worker takes the job over.
             logger.exception("job %s (%s): finishing failed", job.id, job.kind)

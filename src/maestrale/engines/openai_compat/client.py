@@ -20,6 +20,7 @@ from maestrale.engines.openai_compat.options import UpstreamConfig
 from maestrale.engines.openai_compat.sse import SSEParser
 from maestrale.engines.openai_compat.wire import error_message, loads
 from maestrale.engines.types import EngineError
+from maestrale.tracing import outbound_headers
 
 log = logging.getLogger("maestrale.engines.openai_compat")
 
@@ -173,7 +174,7 @@ class UpstreamClient:
         return self._session().post(
             url,
             data=payload,
-            headers=headers,
+            headers=outbound_headers(headers),  # the caller's trace, when traced
             timeout=self._budget(deadline),
             allow_redirects=False,
             proxy=self._proxy,

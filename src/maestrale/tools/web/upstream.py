@@ -17,6 +17,7 @@ import orjson
 from yarl import URL
 
 from maestrale.engines.openai_compat.pool import env_proxy
+from maestrale.tracing import inject
 
 # How much of an error answer is read to find its message, and how much of that is reported.
 _ERROR_BODY_BYTES = 64 * 1024
@@ -48,6 +49,7 @@ async def request_json(
     send_headers = {"Accept": "application/json", **(headers or {})}
     if data is not None:
         send_headers["Content-Type"] = "application/json"
+    inject(send_headers)  # the caller's trace, when traced
     try:
         target = URL(url)
         proxy, proxy_auth = env_proxy(target)

@@ -1,0 +1,1 @@
+"""A Maestrale cluster on one machine (deploy/local-cluster) and the fault bench run against it."""
