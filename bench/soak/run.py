@@ -159,7 +159,9 @@ def slope_per_hour(samples: list[Sample]) -> float:
 async def drive(url: str, pid: int, args: argparse.Namespace) -> tuple[Tally, list[Sample]]:
     tally, samples = Tally(), []
     headers = {"Authorization": f"Bearer {API_KEY}"}
-    limits = httpx.Limits(max_connections=64)
+    # Idle connections closed before the server's keep-alive (uvicorn: 5 s) closes them: a request
+    # sent on a connection the server is closing fails with a ReadError.
+    limits = httpx.Limits(max_connections=64, keepalive_expiry=2.0)
     end = time.monotonic() + args.minutes * 60
     async with httpx.AsyncClient(
         base_url=url, headers=headers, timeout=60, limits=limits

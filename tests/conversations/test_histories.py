@@ -150,3 +150,19 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
         await (work.commit() if commit else work.rollback())
         await work.close()
         assert services.histories.get(key, 10).entries == ((*added, *outputs) if commit else ())
+
+
+async def test_a_deleted_conversation_s_copy_is_dropped(
+    app: FastAPI, client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """The copy goes with the conversation (the soak bench's RSS grew with every conversation
+    started and deleted, until the cache was full)."""
+    histories: Histories = app.state.services.histories
+    started = await post(client, "/v1/conversations", model="maestrale-echo", inputs="one")
+    conv_id = started["conversation_id"]
+    await post(client, f"/v1/conversations/{conv_id}", inputs="two")
+    assert len(histories.get((tenant.workspace_id, conv_id), 10).entries) == 4
+    assert len(histories) > 0
+    assert (await client.delete(f"/v1/conversations/{conv_id}")).status_code == 204
+    assert histories.get((tenant.workspace_id, conv_id), 10).entries == ()
+    assert len(histories) == 0

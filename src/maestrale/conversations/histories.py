@@ -12,7 +12,8 @@ read from the database, therefore stays right; an append whose conversation has 
 reads those from k on, whichever replica wrote them, and one with n < k (impossible unless the
 database was rewritten) drops the copy. Only entries read from the database (committed) are kept,
 never the ones an append is writing (its transaction may still roll back). Conversation ids are
-random and never reused; a deleted conversation is not found (and its copy ages out).
+random and never reused; a deleted conversation is not found, and its copy is dropped by the
+replica that deleted it (it ages out of the others').
 
 With a copy goes the prefix of turn messages the last append built from its entries (see
 `turn.TurnPrefix`), so that the next append converts and checks only the entries after it.

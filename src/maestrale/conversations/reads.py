@@ -6,15 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from maestrale.conversations import entries as E
+from maestrale.conversations.histories import Histories
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.shapes import describe, listing_json
 from maestrale.conversations.tables import Conversation
 from maestrale.conversations.turns import ConversationNotFound
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.pagination import PageParams
 
 
 class ConversationReads:
     repo: ConversationRepository
+    histories: Histories
+    tenant: Tenant
 
     async def get_row(self, conversation_id: str) -> Conversation:
         row = await self.repo.get(conversation_id)
@@ -43,4 +47,8 @@ class ConversationReads:
         return listing_json("conversation.messages", row.id, "messages", texts)
 
     async def delete(self, conversation_id: str) -> None:
-        await self.repo.delete_conversation(await self.get_row(conversation_id))
+        row = await self.get_row(conversation_id)
+        await self.repo.delete_conversation(row)
+        # Its copy would otherwise hold memory until it ages out of the cache (a deletion that
+        # rolls back only costs the next append one read of the whole history).
+        self.histories.drop((self.tenant.workspace_id, row.id))
