@@ -19,11 +19,12 @@ from pydantic_settings import (
 
 from maestrale.core.fetch import FetchPolicy
 from maestrale.core.middleware import BodyLimits
+from maestrale.core.outage_settings import OutageSettings
 from maestrale.core.paths import private_dir
 from maestrale.limits.settings import LimitsConfig
 
 
-class Settings(BaseSettings):
+class Settings(OutageSettings):
     model_config = SettingsConfigDict(env_prefix="MAESTRALE_", extra="ignore")
 
     host: str = "127.0.0.1"
@@ -33,29 +34,6 @@ class Settings(BaseSettings):
         default=None, description="SQLAlchemy async URL; SQLite under data_dir when unset."
     )
     database_pool_size: int = Field(default=10, ge=1)
-    database_connect_timeout: float = Field(
-        default=5.0, gt=0, description="seconds a new database connection may take (then 503)"
-    )
-    database_pool_timeout: float = Field(
-        default=10.0,
-        gt=0,
-        description="seconds a request waits for a free pooled connection (then 503)",
-    )
-    database_statement_timeout: float | None = Field(
-        default=60.0,
-        gt=0,
-        description="seconds a statement may go unanswered before its connection is dropped"
-        " (Postgres; a database cut off the network; then 503); unset: no bound",
-    )
-    unavailable_retry_after: int = Field(
-        default=5,
-        ge=1,
-        le=3600,
-        description="the Retry-After (seconds) of a 503 when the database cannot be reached",
-    )
-    ready_check_timeout: float = Field(
-        default=1.0, gt=0, le=60, description="seconds each check of /ready may take"
-    )
     models: Path | None = Field(default=None, description="TOML model catalog merged over defaults")
     blob_dir: Path | None = None
     blob_backend: Literal["local", "s3"] = "local"
@@ -66,12 +44,6 @@ class Settings(BaseSettings):
     s3_region: str | None = None
     s3_prefix: str = Field(default="", description="key prefix inside the bucket")
     redis_url: str | None = None
-    redis_timeout: float = Field(
-        default=1.0,
-        gt=0,
-        description="seconds a Redis connection or command may take (then limits fail closed"
-        " or open, see limits_fail_open)",
-    )
     secret_key: SecretStr | None = Field(
         default=None, description="signs file URLs; generated into the data dir when unset"
     )
@@ -111,18 +83,6 @@ class Settings(BaseSettings):
     job_poll_seconds: float = Field(default=0.5, gt=0)
     worker_grace_seconds: float = Field(
         default=10.0, ge=0, description="at shutdown, running jobs finish or are handed back"
-    )
-    shutdown_grace_seconds: float = Field(
-        default=10.0,
-        ge=0,
-        description="at SIGTERM, seconds in-flight requests and streams have to finish",
-    )
-    shutdown_drain_seconds: float = Field(
-        default=2.0,
-        ge=0,
-        description="at SIGTERM, seconds the server still accepts connections while /health and"
-        " /ready answer 503 draining (a load balancer's checks take it out), within the grace;"
-        " SIGINT (Ctrl-C) skips it",
     )
 
     accounting_flush_seconds: float = Field(
