@@ -3,10 +3,11 @@ XSS cases, and the phone-sized layout."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 
 from tests.console.conftest import shot, signed_in
 from tests.support.app_fixtures import API_KEY
@@ -33,6 +34,25 @@ async def test_a_streamed_answer_shows_message_text_literally(page: Page) -> Non
     await expect(page.locator(".stats")).to_contain_text("finish: stop")
     await expect(page.locator(".stats")).to_contain_text("tokens:")
     await shot(page, "playground")
+
+
+async def test_send_waits_for_the_list_of_models(page: Page) -> None:
+    # A message sent while the list loads would go without a model (a 422 in the chat).
+    listed = asyncio.Event()
+
+    async def slow_models(route: Route) -> None:
+        await listed.wait()
+        await route.continue_()
+
+    await page.route("**/v1/models", slow_models)
+    await signed_in(page)
+    await page.get_by_label("Message", exact=True).fill("early")
+    send_button = page.get_by_role("button", name="Send", exact=True)
+    await expect(send_button).to_be_disabled()
+    listed.set()
+    await expect(send_button).to_be_enabled()
+    await send_button.click()
+    await expect(page.locator(".message.assistant .content").last).to_have_text("echo: early")
 
 
 async def test_tool_calls_are_shown_and_answered(page: Page) -> None:

@@ -101,7 +101,8 @@ export async function render(root, ctx) {
   transcript.append(emptyNote);
   const stats = el('p', { class: 'stats', role: 'status' });
   const input = el('textarea', { name: 'message', rows: 3, placeholder: 'Your message (Ctrl+Enter sends)', required: true });
-  const send = el('button', { type: 'submit', class: 'primary' }, 'Send');
+  // Disabled until a model or agent is chosen: a message sent while the list loads has no target.
+  const send = el('button', { type: 'submit', class: 'primary', disabled: true }, 'Send');
   const stop = button('Stop', () => controller && controller.abort(), { disabled: true, class: 'danger' });
   const reset = button('Clear conversation', () => {
     history.length = 0;
@@ -202,7 +203,7 @@ export async function render(root, ctx) {
   }
 
   function busy(on) {
-    send.disabled = on;
+    send.disabled = on || !settings.target.value;
     stop.disabled = !on;
     settings.target.disabled = on;
   }
@@ -347,4 +348,5 @@ export async function render(root, ctx) {
   } catch (err) {
     settings.node.append(errorBox(err));
   }
+  busy(false);
 }
