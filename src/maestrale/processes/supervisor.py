@@ -69,8 +69,17 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     sock.listen(2048)
-    sock.set_inheritable(True)
+    # Not inheritable: the spawned server processes get it as multiprocessing passes it (by
+    # name, to that child only); nothing else this process starts may hold it.
     return sock
+
+
+def serve_on(settings: Settings, sock: socket.socket) -> None:
+    """A server process of the supervisor, on its listening socket. multiprocessing hands the
+    socket down inheritable: it is made close-on-exec at once, so that no process this one
+    starts (code_interpreter's sandboxes, engines, tools) can accept on it."""
+    sock.set_inheritable(False)
+    run_server(settings, sock)
 
 
 async def claim_socket(path: Path) -> None:
@@ -180,7 +189,7 @@ class Supervisor:
 
     def _start(self, slot: _Slot) -> None:
         process = self._context.Process(
-            target=run_server,
+            target=serve_on,
             args=(self._child_settings(slot.index), self._sock),
             name=f"maestrale-server-{slot.index}",
         )

@@ -116,7 +116,10 @@ for path in {paths!r}:
     except OSError as exc:
         print("hidden", path, type(exc).__name__)
 for path in ("/proc/1/environ", "/proc/self/environ"):
-    print(path, open(path, "rb").read())
+    try:
+        print(path, open(path, "rb").read())
+    except PermissionError:  # the launcher's (pid 1) is not dumpable
+        print(path, "unreadable")
 try:
     import maestrale
     print("VISIBLE the server's package")
@@ -138,6 +141,33 @@ for path in ("/", "/usr", "/opt/python/site-packages"):
         assert f"hidden {path} " in outcome.output
     assert "hidden the server's package" in outcome.output
     assert descendants() == []
+
+
+async def test_site_packages_names_no_host_path(
+    tool: CodeInterpreter, services: Services, tenant: Tenant
+) -> None:
+    """An editable install's .pth (the project's source directory), its finder and a
+    distribution's direct_url.json name host paths: the sandbox sees them empty, and the server's
+    own distribution not at all."""
+    project = str(Path(maestrale.__file__).resolve().parents[2])
+    code = f"""
+import glob, os
+read = 0
+for path in glob.glob("/opt/python/site-packages*/*") + glob.glob(
+    "/opt/python/site-packages*/*.dist-info/*"
+):
+    if os.path.isfile(path):
+        read += 1
+        if {project.encode()!r} in open(path, "rb").read():
+            print("HOST PATH IN", path)
+print("read", read)
+print("server dist", glob.glob("/opt/python/site-packages*/maestrale-*/*"))
+"""
+    outcome = await run(tool, services, tenant, code, code_interpreter_site_packages=True)
+    assert outcome.error is None, outcome.output
+    assert "read 0" not in outcome.output
+    assert "HOST PATH IN" not in outcome.output
+    assert "server dist []" in outcome.output
 
 
 async def test_the_network_is_unreachable(

@@ -157,9 +157,11 @@ def command(
     *,
     code_fd: int | None,
     argv: list[str],
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap command line of a sandbox running `argv` (after the interpreter) in the scratch
-    directory, with the code read from `code_fd` at CODE_PATH."""
+    directory, with the code read from `code_fd` at CODE_PATH, under the seccomp filter read
+    from `seccomp_fd`."""
     args = [*bwrap.prefix(), *isolation(scratch_bytes), *runtime.mounts]
     executable = runtime.executable
     for alias in ("/usr/local/bin/python3", "/usr/local/bin/python"):
@@ -167,6 +169,8 @@ def command(
             args += ["--symlink", executable, alias]
     if code_fd is not None:
         args += ["--ro-bind-data", str(code_fd), CODE_PATH]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SCRATCH]
     return [*args, "--", executable, *argv]
 

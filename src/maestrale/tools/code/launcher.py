@@ -1,11 +1,16 @@
 """The launcher that runs inside the sandbox (its source is passed to the sandbox's interpreter
 with `-c`; it imports nothing but the standard library, and nothing of the server).
 
-It forks the run's process, which sets the resource limits on itself and runs the code, and
-watches it: the wall-time limit, the resident memory of all the run's processes together and
-their number. When the run's process ends, whatever it left running is killed, and the launcher
-writes the run's status and the files of the scratch directory to the result channel (a pipe to
-the server): one JSON line, then the files' bytes one after the other.
+First it closes every descriptor but its own (stdin, stdout, stderr and the result channel:
+whatever the server's process held open must never reach the code), and makes itself
+non-dumpable, so that the run's processes (same uid) can neither trace it nor open its memory or
+descriptors through /proc. It forks the run's process, which sets the resource limits on itself
+and runs the code, and watches it: the wall-time limit, the number of the run's processes and,
+where the kernel does not count the run's memory in a cgroup (`account=1`), its memory: the
+anonymous and shared memory of all its processes together and what its tmpfs mounts hold. When
+the run's process ends, whatever it left running is killed, and the launcher writes the run's
+status and the files of the scratch directory to the result channel (a pipe to the server): one
+JSON line, then the files' bytes one after the other.
 
 Everything here runs with the run's own uid: code that tampers with the launcher can only spoil
 its own report, which the server reads as untrusted, bounded input.
@@ -30,6 +35,10 @@ if TYPE_CHECKING:
 _signal: Any = __import__("_signal")
 SIGKILL: int = _signal.SIGKILL
 SIGXCPU: int = _signal.SIGXCPU
+SIGBUS: int = _signal.SIGBUS
+PR_SET_DUMPABLE = 4
+# The tmpfs mounts of the sandbox (bwrap.py), counted with the run's memory.
+TMPFS_MOUNTS = ("/sandbox", "/tmp", "/dev/shm")
 
 # The launcher is the init of the sandbox's pid namespace (bwrap's `--as-pid-1`): `kill(-1)`
 # there reaches only the sandbox's processes, the run's processes cannot signal it (an init gets
@@ -55,15 +64,50 @@ def _limits(config: dict[str, Any]) -> list[tuple[int, int]]:
     ]
 
 
-def _classify(exc: BaseException) -> str | None:
+def _prctl() -> Any:
+    """libc's prctl, through `_ctypes` (importing `ctypes` costs ~3 ms of every run's start)."""
+    _ctypes: Any = __import__("_ctypes")
+
+    class Int(_ctypes._SimpleCData):  # type: ignore[misc]
+        _type_ = "i"
+
+    class Long(_ctypes._SimpleCData):  # type: ignore[misc]
+        _type_ = "l"
+
+    class Function(_ctypes.CFuncPtr):  # type: ignore[misc]
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = Int
+
+    class Libc:
+        _handle = _ctypes.dlopen(None)
+
+    function = Function(("prctl", Libc))
+    return lambda option, value: function(Long(option), Long(value), Long(0), Long(0), Long(0))
+
+
+def close_inherited(channel: int) -> None:
+    """Close every descriptor but stdin, stdout, stderr and the result channel."""
+    os.closerange(3, channel)
+    os.closerange(channel + 1, 1 << 20)
+
+
+def _full(config: dict[str, Any]) -> str:
+    """The limit a full tmpfs mount is: its own size, or (`tmpfs_limit=memory`, where no cgroup
+    counts the run's memory and the mounts' sizes were cut to fit within it) the memory."""
+    return "memory" if config.get("tmpfs_limit") == "memory" else "scratch_size"
+
+
+def _classify(exc: BaseException, config: dict[str, Any]) -> str | None:
     """The limit an exception that ended the run comes from, if any."""
     if isinstance(exc, MemoryError):
         return "memory"
     if isinstance(exc, OSError):
+        if exc.errno == errno.ENOMEM:  # a tmpfs write or mapping past the cgroup's limit
+            return "memory"
         if exc.errno == errno.EFBIG:
             return "file_size"
         if exc.errno == errno.ENOSPC:
-            return "scratch_size"
+            return _full(config)
         if exc.errno == errno.EAGAIN and isinstance(exc, BlockingIOError):
             return "processes"
     if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
@@ -71,9 +115,17 @@ def _classify(exc: BaseException) -> str | None:
     return None
 
 
-def run_code(config: dict[str, Any], status: int) -> None:
+def run_code(config: dict[str, Any], status: int, prctl: Any) -> None:
     """The run's process: limits, then the code as `__main__` (SystemExit propagates and ends
     the process as it would `python main.py`)."""
+    # Dumpable again (the launcher reads its /proc files), and the first the kernel's OOM killer
+    # takes in the run's cgroup (rather than the launcher, which must report).
+    prctl(PR_SET_DUMPABLE, 1)
+    try:
+        with open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+    except OSError:
+        pass
     for which, value in _limits(config):
         hard = value + 1 if which == resource.RLIMIT_CPU else value
         resource.setrlimit(which, (value, hard))
@@ -98,7 +150,7 @@ def run_code(config: dict[str, Any], status: int) -> None:
     except SystemExit:
         raise
     except BaseException as exc:
-        limit = _classify(exc)
+        limit = _classify(exc, config)
         if limit is not None:
             try:  # noqa: SIM105 (importing contextlib would cost start-up time)
                 os.write(status, limit.encode() + b"\n")
@@ -131,21 +183,38 @@ def _tasks(pids: list[int]) -> int:
 
 
 def _memory(pids: list[int]) -> int:
-    """The anonymous memory of `pids` together, pages shared between them (a fork's) counted
-    once: their proportional share (Pss_Anon). One process alone is bounded by RLIMIT_AS."""
-    if len(pids) < 2:
-        return 0
+    """The memory of the run where no cgroup counts it: the anonymous and shared memory mapped
+    by `pids`, pages shared between them (a fork's) counted once (their proportional share,
+    Pss_Anon and Pss_Shmem), plus what the tmpfs mounts hold (a tmpfs file that is also mapped
+    counts twice: the bound errs on the safe side). Memory files and System V shared memory,
+    which this cannot see, are refused by the seccomp filter."""
     total = 0
+    for mount in TMPFS_MOUNTS:
+        try:
+            found = os.statvfs(mount)
+        except OSError:
+            continue
+        total += (found.f_blocks - found.f_bfree) * found.f_frsize
     for pid in pids:
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
                 for line in rollup:
-                    if line.startswith(b"Pss_Anon:"):
+                    if line.startswith((b"Pss_Anon:", b"Pss_Shmem:")):
                         total += int(line.split()[1]) * 1024
-                        break
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def _a_tmpfs_is_full() -> bool:
+    for mount in TMPFS_MOUNTS:
+        try:
+            found = os.statvfs(mount)
+        except OSError:
+            continue
+        if found.f_bfree == 0:
+            return True
+    return False
 
 
 def _kill_all(child: int) -> None:
@@ -199,6 +268,7 @@ def watch(config: dict[str, Any], child: int, status: int) -> dict[str, Any]:
         waiter = -1
     max_tasks = int(config["processes"]) + 1
     max_memory = int(config["memory_bytes"])
+    account = config.get("account") == "1"
     waited = None
     while True:
         waited = _reap(child)
@@ -212,7 +282,7 @@ def watch(config: dict[str, Any], child: int, status: int) -> dict[str, Any]:
         pids = _processes()
         if "processes" not in limits and _tasks(pids) >= max_tasks:
             limits.append("processes")
-        if _memory(pids) > max_memory:
+        if account and _memory(pids) > max_memory:
             limits.append("memory")
             _kill_all(child)
             break
@@ -234,6 +304,9 @@ def watch(config: dict[str, Any], child: int, status: int) -> dict[str, Any]:
         reported = os.read(status, 4096).decode(errors="replace").split()
     except OSError:
         reported = []
+    if exit_code == -SIGBUS and _a_tmpfs_is_full():
+        # A page of a mapped file could not be had: its tmpfs is full.
+        reported.append(_full(config))
     for limit in ("memory", "file_size", "scratch_size", "processes"):
         if limit in reported and limit not in limits:
             limits.append(limit)
@@ -339,12 +412,15 @@ def report(config: dict[str, Any], result: dict[str, Any]) -> None:
 
 def main() -> None:
     config = parse_config(sys.argv[1:])
+    close_inherited(int(config["channel"]))
+    prctl = _prctl()
+    prctl(PR_SET_DUMPABLE, 0)
     status_read, status_write = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(status_read)
         os.close(int(config["channel"]))
-        run_code(config, status_write)
+        run_code(config, status_write, prctl)
         return  # the interpreter ends the process (atexit handlers, threads joined)
     os.close(status_write)
     result = watch(config, child, status_read)

@@ -1,23 +1,40 @@
-"""A run of code in a sandbox: bwrap started with the code in a memory file and a pipe for the
-launcher's report, stdout and stderr read under one byte budget, the wall time enforced from
-outside too (the whole process group killed: bwrap's `--die-with-parent` and the pid namespace
-take every process of the sandbox with it), and the report and the produced files read back.
+"""A run of code in a sandbox: bwrap started with the code in a memory file, the seccomp filter
+and a pipe for the launcher's report, stdout and stderr read under one byte budget, the wall
+time enforced from outside too (the whole process group killed: bwrap's `--die-with-parent` and
+the pid namespace take every process of the sandbox with it), and the report and the produced
+files read back. Where the machine allows, the sandbox is born in a cgroup of its own (see
+`cgroups.py`), whose memory and task limits the kernel enforces.
+
+bwrap is started by `subprocess.Popen` with `close_fds`, whatever the event loop: uvloop's own
+`subprocess_exec` passes every inheritable descriptor of the server on (the supervisor's
+listening socket among them), and the sandbox must get only the descriptors named here. The
+launcher closes anything else it finds before the code runs, too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from maestrale.tools.code import seccomp
 from maestrale.tools.code.bwrap import CODE_PATH, SCRATCH, Bubblewrap, command
+from maestrale.tools.code.cgroups import (
+    EXTRA_TASKS,
+    JOIN_FAILED,
+    CgroupHost,
+    RunCgroup,
+    find_cgroups,
+)
 from maestrale.tools.code.runtime import PythonRuntime
 
 if TYPE_CHECKING:
@@ -142,10 +159,83 @@ def _parse_report(line: bytes, limits: Limits) -> _Report | None:
     )
 
 
+class _Process:
+    """A started bwrap: its pid, stdout and stderr as streams, and its exit awaited through a
+    pidfd (no child watcher of either event loop knows this process)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.returncode: int | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._exited: asyncio.Future[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.stdout = await _stream(loop, self.popen.stdout)
+        self.stderr = await _stream(loop, self.popen.stderr)
+        self._exited = loop.create_future()
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:  # a kernel older than 5.3: poll instead
+            self._poller = loop.create_task(self._poll())
+            return
+        loop.add_reader(pidfd, self._reap, pidfd)
+
+    def _reap(self, pidfd: int) -> None:
+        if self._collect():
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    def _collect(self) -> bool:
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, 255 << 8
+        if pid == 0:
+            return False
+        self.returncode = self.popen.returncode = os.waitstatus_to_exitcode(status)
+        if self._exited is not None and not self._exited.done():
+            self._exited.set_result(None)
+        return True
+
+    async def _poll(self) -> None:
+        while not self._collect():  # noqa: ASYNC110 (the exit is no event here: polled)
+            await asyncio.sleep(0.01)
+
+    async def wait(self) -> int | None:
+        if self._exited is not None:
+            await asyncio.shield(self._exited)
+        return self.returncode
+
+
+async def _stream(loop: asyncio.AbstractEventLoop, pipe: Any) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    return reader
+
+
+def _spawn(cmd: list[str], pass_fds: tuple[int, ...], options: dict[str, Any]) -> _Process:
+    popen = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+        pass_fds=pass_fds,
+        start_new_session=True,
+        **options,
+    )
+    return _Process(popen)
+
+
 class _Run:
     """One started sandbox: its outputs read under the budget, its report and files."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, channel: int, limits: Limits) -> None:
+    def __init__(self, proc: _Process, channel: int, limits: Limits) -> None:
         self.proc = proc
         self.channel = channel
         self.limits = limits
@@ -230,11 +320,26 @@ class _Run:
 
 
 class Sandbox:
-    """Runs code in bubblewrap sandboxes of one Python runtime."""
+    """Runs code in bubblewrap sandboxes of one Python runtime; the kernel counts each run's
+    memory in a cgroup of its own where `kernel_limits` and the machine allow it (`cgroups`),
+    else the launcher does."""
 
-    def __init__(self, bwrap: Bubblewrap, runtime: PythonRuntime) -> None:
+    def __init__(
+        self, bwrap: Bubblewrap, runtime: PythonRuntime, *, kernel_limits: bool = True
+    ) -> None:
         self.bwrap = bwrap
         self.runtime = runtime
+        self.cgroups: CgroupHost | None = find_cgroups() if kernel_limits else None
+        self.seccomp = seccomp.program(memory_counted=self.cgroups is not None)
+        self._names = itertools.count()
+
+    def tmpfs_bytes(self, limits: Limits) -> int:
+        """The size of each of the sandbox's three tmpfs mounts: the scratch size, cut where no
+        cgroup counts the run's memory so that the three together fit within the memory limit
+        (the kernel then bounds them; the launcher only polls the rest)."""
+        if self.cgroups is not None:
+            return limits.scratch_bytes
+        return min(limits.scratch_bytes, limits.memory_bytes // 3)
 
     def _config(self, limits: Limits, channel: int) -> list[str]:
         """The launcher's configuration, as its `key=value` arguments."""
@@ -250,43 +355,85 @@ class Sandbox:
             "file_bytes": limits.file_bytes,
             "max_files": limits.max_files,
             "files_bytes": limits.files_bytes,
+            "account": "0" if self.cgroups is not None else "1",
+            "tmpfs_limit": "scratch"
+            if self.tmpfs_bytes(limits) == limits.scratch_bytes
+            else "memory",
         }
         return [f"{key}={value}" for key, value in config.items()]
 
     async def run(self, code: str, limits: Limits) -> RunResult:
         """Run `code` as a script in a fresh sandbox; cancelling kills the sandbox."""
         started = time.monotonic()
-        source = code.encode("utf-8", "replace")
-        code_fd = os.memfd_create("main.py")
-        channel_read, channel_write = os.pipe()
+        cgroup = None
+        oom = False
+        if self.cgroups is not None:
+            name = f"{os.getpid()}-{next(self._names)}"
+            try:
+                cgroup = self.cgroups.create(
+                    f"maestrale-sandbox-{name}", limits.memory_bytes, limits.processes + EXTRA_TASKS
+                )
+            except OSError as exc:
+                return RunResult(
+                    "", "", None, [], _ms(started), failure=f"no cgroup for the run: {exc}"
+                )
         try:
-            written = 0
-            while written < len(source):
-                written += os.write(code_fd, source[written:])
-            os.lseek(code_fd, 0, os.SEEK_SET)
+            result = await self._run(code, limits, started, cgroup)
+        finally:
+            if cgroup is not None:
+                oom = cgroup.oom_killed()
+                await asyncio.to_thread(cgroup.remove)
+        if oom and "memory" not in result.limits:
+            # The kernel stopped the run (the launcher could only see a killed process).
+            result.limits.insert(0, "memory")
+            result.failure = None
+        elif cgroup is not None and result.failure and self._join_failed(result):
+            result.failure = "the sandbox could not join its cgroup"
+        return result
+
+    @staticmethod
+    def _join_failed(result: RunResult) -> bool:
+        return result.failure is not None and result.failure.endswith(f"status {JOIN_FAILED})")
+
+    async def _run(
+        self, code: str, limits: Limits, started: float, cgroup: RunCgroup | None
+    ) -> RunResult:
+        source = code.encode("utf-8", "replace")
+        opened: list[int] = []
+        channel_read = -1
+        try:
+            code_fd = seccomp.memory_file(source)
+            opened.append(code_fd)
+            channel_read, channel_write = os.pipe()
+            opened.append(channel_write)
             argv = ["-I", "-S", "-c", LAUNCHER_SOURCE, *self._config(limits, channel_write)]
+            seccomp_fd = None
+            if self.seccomp is not None:
+                seccomp_fd = seccomp.memory_file(self.seccomp)
+                opened.append(seccomp_fd)
             cmd = command(
-                self.bwrap, self.runtime, limits.scratch_bytes, code_fd=code_fd, argv=argv
+                self.bwrap,
+                self.runtime,
+                self.tmpfs_bytes(limits),
+                code_fd=code_fd,
+                seccomp_fd=seccomp_fd,
+                argv=argv,
             )
-            proc = await asyncio.create_subprocess_exec(
-                *cmd,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                pass_fds=(code_fd, channel_write),
-                start_new_session=True,
-                **self.bwrap.spawn_options(),
-            )
+            if cgroup is not None:
+                cmd = [*cgroup.join_prefix(), *cmd]
+            proc = _spawn(cmd, tuple(opened), self.bwrap.spawn_options())
         except OSError as exc:
-            os.close(channel_read)
+            if channel_read >= 0:
+                os.close(channel_read)
             return RunResult(
                 "", "", None, [], _ms(started), failure=f"bwrap could not start: {exc}"
             )
         finally:
-            os.close(code_fd)
-            os.close(channel_write)
+            for fd in opened:
+                os.close(fd)
         run = _Run(proc, channel_read, limits)
         try:
+            await proc.connect()
             finished = await run.wait()
         finally:
             run.kill()

@@ -3,6 +3,11 @@ libraries they load, bound read-only at their own paths (the symbolic links on t
 Debian's `/lib -> usr/lib`, recreated), and optionally its site-packages, bound read-only at
 neutral paths with the server's own package hidden. Nothing else of the host is bound.
 
+What in a site-packages directory names host paths is emptied: the `.pth` files (an editable
+install's names the project's source directory; the launcher never runs them), an editable
+install's `__editable__` finders, and the `direct_url.json` of what was installed from a local
+directory or a URL; the server's own distribution (its `.dist-info`) is hidden with its package.
+
 The runtime is found by asking the interpreter (`-I`: no environment, no user site) for its
 paths, and `ldd` for the libraries of the interpreter and of its extension modules.
 """
@@ -20,6 +25,8 @@ from pathlib import PurePosixPath
 SITE_MOUNT = "/opt/python/site-packages"
 # Packages of a site-packages directory hidden inside the sandbox (the server's own code).
 HIDDEN_PACKAGES = ("maestrale",)
+# What an emptied file of site-packages is bound to.
+EMPTY = "/dev/null"
 # Library directories bound when `ldd` is missing.
 FALLBACK_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 
@@ -174,6 +181,27 @@ def _extensions(dirs: Iterable[str]) -> list[str]:
     return found
 
 
+def _hidden(directory: str, inside: str) -> list[str]:
+    """bwrap arguments that hide, in the site-packages `directory` bound at `inside`, the server's
+    packages and distributions and empty the files that name host paths."""
+    args: list[str] = []
+    distributions = tuple(f"{package}-" for package in HIDDEN_PACKAGES)
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        name = entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if name in HIDDEN_PACKAGES or (
+                name.endswith(".dist-info") and name.startswith(distributions)
+            ):
+                args += ["--tmpfs", f"{inside}/{name}", "--remount-ro", f"{inside}/{name}"]
+            elif name.endswith(".dist-info") and os.path.isfile(
+                os.path.join(entry.path, "direct_url.json")
+            ):
+                args += ["--ro-bind", EMPTY, f"{inside}/{name}/direct_url.json"]
+        elif name.endswith(".pth") or name.startswith("__editable__"):
+            args += ["--ro-bind", EMPTY, f"{inside}/{name}"]
+    return args
+
+
 def find_runtime(python: str, *, site_packages: bool) -> PythonRuntime:
     """The runtime of the interpreter `python` (a path or a name on PATH), its site-packages
     bound when `site_packages`; raises RuntimeNotFound with the reason it cannot be used."""
@@ -198,10 +226,7 @@ def find_runtime(python: str, *, site_packages: bool) -> PythonRuntime:
         for index, directory in enumerate(sites):
             inside = SITE_MOUNT if index == 0 else f"{SITE_MOUNT}-{index + 1}"
             args += ["--ro-bind", directory, inside]
-            for package in HIDDEN_PACKAGES:
-                if os.path.isdir(os.path.join(directory, package)):
-                    hidden = f"{inside}/{package}"
-                    args += ["--tmpfs", hidden, "--remount-ro", hidden]
+            args += _hidden(directory, inside)
             site_dirs.append(inside)
     return PythonRuntime(
         executable=executable,
