@@ -87,14 +87,5 @@ async def prepare(
     from maestrale.fine_tuning.training.classifier import write_embedded
 
     out = work / "embedded.npz"
-    await anyio.to_thread.run_sync(
-        write_embedded, out, _matrix(parts[0]), _matrix(parts[1]), targets
-    )
+    await anyio.to_thread.run_sync(write_embedded, out, parts[0], parts[1], targets)
     return Prepared(embeddings_model=embeddings_model, embeddings=str(out))
-
-
-def _matrix(part: tuple[list[list[float]], list[dict[str, list[str]]]]) -> Any:
-    import numpy as np
-
-    vectors, labels = part
-    return np.asarray(vectors, dtype=np.float32).reshape(len(labels), -1), labels

@@ -41,14 +41,20 @@ Matrix = npt.NDArray[np.float32]
 
 def write_embedded(
     path: Path,
-    train: tuple[Matrix, list[dict[str, list[str]]]],
-    valid: tuple[Matrix, list[dict[str, list[str]]]],
+    train: tuple[Matrix | list[list[float]], list[dict[str, list[str]]]],
+    valid: tuple[Matrix | list[list[float]], list[dict[str, list[str]]]],
     targets: list[dict[str, Any]],
 ) -> None:
-    """The vectors and, per target, multi-hot labels and which rows label it, as one .npz."""
+    """The vectors and, per target, multi-hot labels and which rows label it, as one .npz. A
+    part without examples (no `validation_files`) is a (0, dimension) matrix."""
     arrays: dict[str, Any] = {}
+    dimension = 0
     for part, (vectors, labels) in (("train", train), ("valid", valid)):
-        arrays[f"{part}_x"] = np.asarray(vectors, dtype=np.float32).reshape(len(labels), -1)
+        flat = np.asarray(vectors, dtype=np.float32)
+        # `reshape(0, -1)` cannot infer a width from no values: the width is the training set's.
+        matrix = flat.reshape(len(labels), -1) if len(labels) else flat.reshape(0, dimension)
+        dimension = dimension or matrix.shape[1]
+        arrays[f"{part}_x"] = matrix
         for t, target in enumerate(targets):
             names = list(target["labels"])
             hot = np.zeros((len(labels), len(names)), dtype=np.float32)
