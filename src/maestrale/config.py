@@ -151,6 +151,19 @@ class Settings(OutageSettings):
     library_max_text_chars: int = Field(
         default=20_000_000, ge=1, description="text extracted from one document at most"
     )
+    library_max_elements: int = Field(
+        default=500_000, ge=1, description="elements (tags) of a DOCX, HTML or Markdown at most"
+    )
+    library_max_ocr_pages: int = Field(
+        default=300, ge=0, description="scanned pages of a library document recognised at most"
+    )
+    library_parse_memory_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=64 * 1024 * 1024, description="address space of the"
+        " process parsing one DOCX, HTML, Markdown or text document (RLIMIT_AS)"
+    )
+    library_parse_seconds: float = Field(
+        default=120.0, gt=0, description="CPU and wall-clock time parsing one such document"
+    )
     library_extract_timeout_seconds: float = Field(
         default=900.0, gt=0, description="time reading one document's text may take (OCR included)"
     )

@@ -162,6 +162,21 @@ def docx_bomb(inflated: int) -> bytes:
     return buffer.getvalue()
 
 
+def docx_of_paragraphs(count: int, text: str = "") -> bytes:
+    """A real DOCX whose body holds `count` more paragraphs: packed, a few bytes each."""
+    source = zipfile.ZipFile(io.BytesIO(docx()))
+    out = io.BytesIO()
+    paragraph = f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" if text else "<w:p/>"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename == "word/document.xml":
+                head, tail = data.split(b"<w:body>", 1)
+                data = head + b"<w:body>" + paragraph.encode() * count + tail
+            archive.writestr(info.filename, data)
+    return out.getvalue()
+
+
 def zip_of_many(entries: int) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:

@@ -9,7 +9,11 @@ paragraphs set to start a page) instead. Headings come out as
 
 A DOCX is a ZIP: before python-docx unpacks it, the sizes its directory declares are added up
 and refused over the limit (zipfile never inflates an entry past its declared size, so the
-declaration bounds the memory). python-docx parses XML without resolving entities.
+declaration bounds the memory); then the start tags of its XML parts are counted as they are
+inflated, a chunk at a time, and refused over the element bound, before python-docx builds a
+tree of them (the time it takes grows with the paragraphs, a minute for 100,000 of them).
+python-docx parses XML without resolving entities. It runs in the bounded child process of
+`isolated`.
 """
 
 from __future__ import annotations
@@ -19,38 +23,61 @@ import re
 import zipfile
 from typing import Any
 
-from maestrale.libraries.ingest.errors import Unreadable
+from maestrale.libraries.ingest.refused import Refused
 
 _HEADING = re.compile(r"^heading ([1-9])$", re.I)
 # Nested tables are read this deep; deeper ones are left out.
 _MAX_TABLE_DEPTH = 4
+_CHUNK = 1024 * 1024
 
 
 def check_unpacked_size(data: bytes, limit: int) -> None:
-    """`Unreadable` when the ZIP container unpacks to more than `limit` bytes."""
+    """`Refused` when the ZIP container unpacks to more than `limit` bytes."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             total = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise Unreadable(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
+        raise Refused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
     if total > limit:
-        raise Unreadable(
-            f"the DOCX unpacks to {total} bytes, over the limit of {limit} (a ZIP bomb?)"
-        )
+        raise Refused(f"the DOCX unpacks to {total} bytes, over the limit of {limit} (a ZIP bomb?)")
 
 
-def read_docx(data: bytes, max_unpacked_bytes: int) -> list[str]:
-    """The pages of a DOCX (blocking: run it in a thread)."""
+def check_elements(data: bytes, limit: int) -> None:
+    """`Refused` when the XML parts of the ZIP container hold more than `limit` elements
+    (start tags, counted without parsing: a tag cut between two chunks may count once more)."""
+    count = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith((".xml", ".rels")):
+                    continue
+                with archive.open(info) as part:
+                    while chunk := part.read(_CHUNK):
+                        count += chunk.count(b"<") - chunk.count(b"</")
+                        count -= chunk.count(b"<?") + chunk.count(b"<!")
+                        if count > limit:
+                            raise Refused(
+                                f"the DOCX document has over {limit} elements (paragraphs, "
+                                "runs, cells...), over the bound"
+                            )
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise Refused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
+
+
+def read_docx(data: bytes, max_unpacked_bytes: int, max_elements: int) -> list[str]:
+    """The pages of a DOCX (blocking, and unbounded in time and memory: run it in the child
+    process of `isolated`)."""
     check_unpacked_size(data, max_unpacked_bytes)
+    check_elements(data, max_elements)
     import docx
 
     try:
         document = docx.Document(io.BytesIO(data))
         return _Pages().read(document)
-    except Unreadable:
+    except (Refused, MemoryError):
         raise
     except Exception as exc:  # python-docx fails on malformed parts in many different ways
-        raise Unreadable(f"the DOCX cannot be read: {type(exc).__name__}: {exc}") from exc
+        raise Refused(f"the DOCX cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
 class _Pages:

@@ -5,10 +5,12 @@ PDF text layers and scans (`pdf_reader`, the OCR endpoint's parts), images (OCR)
 (python-docx), HTML (BeautifulSoup), Markdown (markdown-it-py), and UTF-8 text (CSV, JSON,
 code...). A PDF has its pages; a DOCX is cut at its hard page breaks; other formats are one page.
 
-Hostile files meet limits: pages read, bytes a DOCX unpacks to, characters of text, and the
-time the whole reading may take. Blocking parsers run in a thread, so that the event loop is
-never held; the time limit stops the wait for them (a thread cannot be killed: its work is
-bounded by the size limits instead).
+Hostile files meet limits: pages read (and pages recognised by OCR), bytes a DOCX unpacks to,
+elements a parser builds, characters of text, and the time the whole reading may take. The
+parsers of DOCX, HTML, Markdown and text run in a child process bounded in memory, processor
+and wall-clock time (`isolated`): a document over a bound is `Unreadable` with the bound it
+went over, and the worker's other documents go on meanwhile. PDFs are read by pdfium in a
+thread, page by page, after their page count is checked.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from maestrale.engines.protocols import OcrEngine
-from maestrale.libraries.ingest import docx_reader, markup, pdf_reader
+from maestrale.libraries.ingest import pdf_reader
 from maestrale.libraries.ingest.errors import Unreadable
 from maestrale.libraries.ingest.formats import Format, detect
-from maestrale.libraries.ingest.plain import clean, decode_text
+from maestrale.libraries.ingest.isolated import Bounds, read_isolated
+from maestrale.libraries.ingest.plain import clean
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
@@ -36,17 +39,36 @@ class Limits:
     """What one document may cost to read."""
 
     max_pages: int = 1000
+    max_ocr_pages: int = 300
     max_unpacked_bytes: int = 256 * 1024 * 1024
     max_text_chars: int = 20_000_000
+    max_elements: int = 500_000
+    parse_memory_bytes: int = 1024 * 1024 * 1024
+    parse_seconds: float = 120.0
     timeout_seconds: float = 900.0
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         return cls(
             max_pages=settings.library_max_pages,
+            max_ocr_pages=settings.library_max_ocr_pages,
             max_unpacked_bytes=settings.library_max_unpacked_bytes,
             max_text_chars=settings.library_max_text_chars,
+            max_elements=settings.library_max_elements,
+            parse_memory_bytes=settings.library_parse_memory_bytes,
+            parse_seconds=settings.library_parse_seconds,
             timeout_seconds=settings.library_extract_timeout_seconds,
+        )
+
+    def bounds(self) -> Bounds:
+        """The bounds of the child process that parses a text format."""
+        return Bounds(
+            max_pages=self.max_pages,
+            max_unpacked_bytes=self.max_unpacked_bytes,
+            max_text_chars=self.max_text_chars,
+            max_elements=self.max_elements,
+            memory_bytes=self.parse_memory_bytes,
+            parse_seconds=self.parse_seconds,
         )
 
 
@@ -84,7 +106,8 @@ async def extract(
         raise Unreadable(
             f"reading the document took over {limits.timeout_seconds:g} seconds"
         ) from exc
-    pages = [clean(page) for page in pages]
+    if found.reader in ("pdf", "image"):  # the child process cleans the pages it reads
+        pages = [clean(page) for page in pages]
     if sum(map(len, pages)) > limits.max_text_chars:
         raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
     if not any(page.strip() for page in pages):
@@ -107,27 +130,14 @@ async def _read(
             name,
             ocr,
             max_pages=limits.max_pages,
+            max_ocr_pages=limits.max_ocr_pages,
             max_chars=limits.max_text_chars,
             no_ocr=no_ocr,
         )
         return pdf.pages, pdf.ocr_pages
     if found.reader == "image":
         return [await pdf_reader.read_image(data, name, found.mimetype, ocr, no_ocr)], 1
-    if found.reader == "docx":
-        pages = await asyncio.to_thread(docx_reader.read_docx, data, limits.max_unpacked_bytes)
-        if len(pages) > limits.max_pages:
-            raise Unreadable(f"the document has over {limits.max_pages} pages")
-        return pages, 0
     # Text formats: a text of more characters than the limit has at least as many bytes.
-    if len(data) > 4 * limits.max_text_chars + 4:
+    if found.reader != "docx" and len(data) > 4 * limits.max_text_chars + 4:
         raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
-    if found.reader == "html":
-        if b"\x00" in data:
-            raise Unreadable("the file holds binary data (NUL bytes), not HTML")
-        return [await asyncio.to_thread(markup.html_text, data)], 0
-    text = decode_text(data)
-    if len(text) > limits.max_text_chars:
-        raise Unreadable(f"the document has over {limits.max_text_chars} characters of text")
-    if found.reader == "markdown":
-        return [await asyncio.to_thread(markup.markdown_text, text)], 0
-    return [text], 0
+    return await read_isolated(found.reader, data, limits.bounds()), 0

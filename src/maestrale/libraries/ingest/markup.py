@@ -4,6 +4,7 @@ Both come out in the same light shape as the PDF pages' layout: paragraphs separ
 blank line, headings as `# Heading`, list items as `- item`, table rows as `cell | cell`;
 links keep their text (not their URL), images their alternative text. Scripts, styles and
 other content that is not text are dropped. Both walks are iterative: depth is no hazard.
+Size is: both run in the bounded child process of `isolated`, which counts elements first.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from maestrale.libraries.ingest.errors import Unreadable
+from maestrale.libraries.ingest.refused import Refused
 
 _SPACE = re.compile(r"\s+")
 # Elements whose content is not text a reader sees.
@@ -129,8 +130,10 @@ def _soup(data: bytes) -> Any:
     parser = "lxml" if importlib.util.find_spec("lxml") is not None else "html.parser"
     try:
         return BeautifulSoup(data, parser)
+    except MemoryError:
+        raise
     except Exception as exc:  # a parser's internal failure on hostile input
-        raise Unreadable(f"the HTML cannot be parsed: {type(exc).__name__}: {exc}") from exc
+        raise Refused(f"the HTML cannot be parsed: {type(exc).__name__}: {exc}") from exc
 
 
 def _events(root: Any) -> Iterator[tuple[Any, bool]]:
@@ -196,8 +199,10 @@ def markdown_text(source: str) -> str:
     parser = MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).enable("table")
     try:
         tokens = parser.parse(source)
+    except MemoryError:
+        raise
     except Exception as exc:  # a parser's internal failure on hostile input
-        raise Unreadable(f"the Markdown cannot be parsed: {type(exc).__name__}: {exc}") from exc
+        raise Refused(f"the Markdown cannot be parsed: {type(exc).__name__}: {exc}") from exc
     out = _Writer()
     lists = 0  # depth of the list being written: items of nested lists are not spaced out
     for token in tokens:

@@ -67,10 +67,11 @@ async def read_pdf(
     max_pages: int,
     max_chars: int,
     no_ocr: str,
+    max_ocr_pages: int | None = None,
 ) -> PdfText:
     """Every page's text (markdown), in order; `Unreadable` for a damaged or encrypted PDF, one
-    with too many pages or too much text, or a scanned page and no engine (`no_ocr` says why
-    there is none)."""
+    with too many pages, too many scanned pages (over `max_ocr_pages`) or too much text, or a
+    scanned page and no engine (`no_ocr` says why there is none)."""
     from maestrale.engines.local import pdf
 
     prepared = await _open(Document(data, "pdf", name, "application/pdf"), max_pages)
@@ -88,6 +89,11 @@ async def read_pdf(
                     raise Unreadable(
                         f"page {index + 1} has no text layer (a scan) and cannot be "
                         f"recognised: {no_ocr}"
+                    )
+                if max_ocr_pages is not None and result.ocr_pages >= max_ocr_pages:
+                    raise Unreadable(
+                        f"the document has over {max_ocr_pages} scanned pages to recognise "
+                        f"(page {index + 1} is one more)"
                     )
                 image, factor = await asyncio.to_thread(
                     pdf.render_page, prepared.pdf_handle, index, DPI
