@@ -330,6 +330,13 @@ class Settings(OutageSettings):
         default=65534,
         ge=1,
         description="uid (and gid) bwrap runs as when the server runs as root (the kernel does"
+    code_interpreter_concurrency_per_workspace: int = Field(
+        default=3, ge=1, le=256, description="runs of one workspace at once (a slot stays free for"
+        " others); waiting runs take turns between workspaces"
+    )
+    code_interpreter_queue_seconds: float = Field(
+        default=60.0, gt=0, description="a run waiting longer for a slot fails with a clear error"
+    )
         " not apply RLIMIT_NPROC to root)",
     )
     temporal_address: str | None = Field(

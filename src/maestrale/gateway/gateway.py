@@ -22,6 +22,7 @@ from maestrale.catalog.service import ModelNotFound
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, BadRequest, ServiceUnavailable
+from maestrale.core.fair import Share, current, reset_current, set_current
 from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.types import (
@@ -162,6 +163,7 @@ class Gateway:
         event. No database connection may be held by the calling task."""
         self.db.check_released(f"a call to model {call.model!r}")
         started = time.perf_counter()
+        shared = _share_of(call)
         try:
             with engine_span(call.endpoint, call.model, call.spec.engine) as traced:
                 result = await work(call.engine)
@@ -177,6 +179,8 @@ class Gateway:
             status = CLIENT_CLOSED if isinstance(exc, asyncio.CancelledError) else 500
             await self._failed(call, started, status, messages, tools)
             raise
+        finally:
+            reset_current(shared)
         call.engine_seconds = time.perf_counter() - started
         await accounting.account(self.recorder, call, 200, outcome, messages, tools)
         return result
@@ -213,10 +217,14 @@ class Gateway:
             await accounting.account(self.recorder, call, status, report, messages, tools)
 
         items = streams.accounted(call, start, tally, account)
+        # A local engine queues (and takes its turn) on the first item, under the call's share.
+        shared = _share_of(call)
         try:
             first: T | None = await anext(items)
         except StopAsyncIteration:  # ended, and accounted
             first = None
+        finally:
+            reset_current(shared)
         return first, items
 
     # Typed shortcuts of `run` and `stream` for the calls with a chat-shaped answer.
@@ -271,6 +279,12 @@ class Gateway:
             call, lambda engine: engine.fim_stream(request), ChatTally(), messages=messages
         )
         return (_empty_chunk() if first is None else first), rest
+
+
+def _share_of(call: Call[Any]) -> Any:
+    """Make the call's workspace the share a local engine queues it under, in the class of the
+    running work (interactive for an API request, batch inside a job); the token resets it."""
+    return set_current(Share(call.caller.workspace_id, current().priority))
 
 
 def _empty_chunk() -> ChatChunk:

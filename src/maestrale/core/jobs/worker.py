@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
+from maestrale.core.fair import BATCH, Share, reset_current, set_current
 from maestrale.core.jobs.queue import ClaimedJob, Effects, Heartbeat, JobQueue
 from maestrale.core.repeated_failure import RepeatedFailure
 from maestrale.core.uow import AfterCommit
@@ -243,9 +244,15 @@ class Worker:
                 await self.queue.fail(job.id, job.token, f"unknown kind {job.kind}", retry=False)
                 return
             logger.info("job %s (%s) attempt %d started", job.id, job.kind, job.attempt)
-            # The handler's task starts inside the span: its work is traced under it.
+            # The handler's task starts inside the span: its work is traced under it. It runs
+            # as its workspace's batch work: local engines and the sandbox serve interactive
+            # calls first, and workspaces in turn.
             with job_span(job.kind, job.id, job.attempt) as traced:
-                handler = asyncio.create_task(spec.handler(ctx))
+                shared = set_current(Share(job.workspace_id or "", BATCH))
+                try:
+                    handler = asyncio.create_task(spec.handler(ctx))
+                finally:
+                    reset_current(shared)
                 reason = await self._supervise(ctx, handler, spec.timeout)
                 traced.set("maestrale.job.outcome", _outcome(handler, reason))
                 await self._finish(ctx, handler, reason, spec.timeout)

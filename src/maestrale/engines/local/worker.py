@@ -1,21 +1,25 @@
 """A dedicated worker thread per loaded model, with a bounded queue and cancellable jobs.
 
 In-process models are not thread-safe (a llama.cpp context holds one KV cache) and compute-bound,
-so their work runs one job at a time on a thread of its own, off the event loop. Queuing happens
-in the executor rather than in threads blocked on a lock, so waiting requests hold no thread of
-the event loop's default executor. The worker is not tied to one event loop: jobs submitted from
-different loops (tests, a TestClient portal) are still serialised.
+so their work runs one job at a time on a thread of its own, off the event loop. Waiting jobs
+queue in a `FairShare` of one slot (`maestrale.core.fair`), not in threads blocked on a lock: a
+waiting request holds no thread, interactive calls go ahead of batch work (library ingestion,
+jobs), and workspaces take turns, so one tenant's flood does not stand in front of another's
+call. The worker is not tied to one event loop: jobs submitted from different loops (tests, a
+TestClient portal) are still serialised.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from maestrale.core.fair import FairShare, Share, current
 from maestrale.engines.types import EngineError
 
 T = TypeVar("T")
@@ -38,7 +42,9 @@ class SerialWorker(Generic[Item]):
 
     Every job receives a `threading.Event` that is set when its caller goes away (the awaiting task
     is cancelled, the stream is closed) or the worker shuts down; long jobs check it between steps
-    (tokens) and return early, so that the next job starts at once.
+    (tokens) and return early, so that the next job starts at once. A request of several steps
+    (batches of texts) is admitted once (`admission`) and takes a `turn` per step, so others'
+    calls get in between its steps.
     """
 
     def __init__(self, name: str, max_queue: int) -> None:
@@ -48,6 +54,7 @@ class SerialWorker(Generic[Item]):
         self._pending = 0
         self._cancels: set[threading.Event] = set()
         self._closed = False
+        self._turns = FairShare(1)
 
     @property
     def pending(self) -> int:
@@ -60,7 +67,7 @@ class SerialWorker(Generic[Item]):
             self._pending -= 1
             self._cancels.discard(cancel)
 
-    def _admit(self, body: Callable[[], T], cancel: threading.Event) -> Future[T]:
+    def _enter(self, cancel: threading.Event) -> None:
         with self._lock:
             if self._closed:
                 raise EngineError(503, "local model is shutting down", code="engine_unavailable")
@@ -69,31 +76,45 @@ class SerialWorker(Generic[Item]):
                 raise EngineError(503, "local model busy", code="engine_overloaded")
             self._pending += 1
             self._cancels.add(cancel)
+
+    @asynccontextmanager
+    async def admission(self) -> AsyncIterator[threading.Event]:
+        """Count one request against `max_queue` for the block (`EngineError(503,
+        code="engine_overloaded")` at once when the queue is full); yields its cancel event,
+        set when the block ends or the worker shuts down."""
+        cancel = threading.Event()
+        self._enter(cancel)
         try:
-            future = self._executor.submit(body)
-        except RuntimeError as exc:  # shut down between the check and the submission
+            yield cancel
+        finally:
+            cancel.set()
             self._release(cancel)
+
+    def _submit(self, body: Callable[[], T]) -> Future[T]:
+        try:
+            return self._executor.submit(body)
+        except RuntimeError as exc:  # shut down while the job waited for its turn
             raise EngineError(
                 503, "local model is shutting down", code="engine_unavailable"
             ) from exc
-        # Called when the job ends or, for a job cancelled while queued, at once: either way the
-        # slot is given back exactly once.
-        future.add_done_callback(lambda _: self._release(cancel))
-        return future
 
-    async def run(self, job: Callable[[threading.Event], T]) -> T:
+    async def turn(self, body: Callable[[], T], share: Share | None = None) -> T:
+        """Run `body()` on the worker thread once it is `share`'s turn (default: the running
+        work's share) and return its result; call it inside `admission`."""
+        async with self._turns.slot(share or current()):
+            future = self._submit(body)
+            try:
+                return await asyncio.wrap_future(future)
+            finally:
+                future.cancel()  # a no-op once it has started
+
+    async def run(self, job: Callable[[threading.Event], T], share: Share | None = None) -> T:
         """Run `job(cancel)` on the worker thread and return its result.
 
         Raises `EngineError(503, code="engine_overloaded")` at once when the queue is full.
         """
-        cancel = threading.Event()
-        future = self._admit(lambda: job(cancel), cancel)
-        try:
-            return await asyncio.wrap_future(future)
-        finally:
-            # A no-op after completion; after a cancellation it stops the job mid-way.
-            cancel.set()
-            future.cancel()
+        async with self.admission() as cancel:
+            return await self.turn(lambda: job(cancel), share)
 
     async def stream(
         self, job: Callable[[Emit[Item], threading.Event], object]
@@ -143,19 +164,27 @@ class SerialWorker(Generic[Item]):
             else:
                 put(_Done())
 
-        future = self._admit(body, cancel)
+        share = current()
+        self._enter(cancel)
         try:
-            while True:
-                await woken.wait()
-                for item in take():
-                    if isinstance(item, _Done):
-                        return
-                    if isinstance(item, _Failure):
-                        raise item.error
-                    yield item
+            # The turn is held while the stream runs: the thread is busy with it till it ends.
+            async with self._turns.slot(share):
+                future = self._submit(body)
+                try:
+                    while True:
+                        await woken.wait()
+                        for item in take():
+                            if isinstance(item, _Done):
+                                return
+                            if isinstance(item, _Failure):
+                                raise item.error
+                            yield item
+                finally:
+                    cancel.set()
+                    future.cancel()
         finally:
             cancel.set()
-            future.cancel()
+            self._release(cancel)
 
     async def aclose(self) -> None:
         """Refuse new jobs, stop the running one, drop the waiting ones and wait for the thread."""

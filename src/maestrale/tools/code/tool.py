@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from maestrale.conversations.server_tools import ServerTool, ToolOutcome
 from maestrale.core.errors import AppError
+from maestrale.core.fair import FairShare, QueueTimeout, Share, current
 from maestrale.tools.base import ToolContext
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
 from maestrale.tools.code.runner import Limits, ProducedFile, RunResult, Sandbox
@@ -79,8 +80,7 @@ class CodeInterpreter:
 
     def __init__(self) -> None:
         self._setup: _Setup | None = None
-        self._slots: asyncio.Semaphore | None = None
-        self._slots_size = 0
+        self._slots: FairShare | None = None
 
     @staticmethod
     def _key(settings: Settings) -> tuple[Any, ...]:
@@ -149,10 +149,15 @@ class CodeInterpreter:
             source={"tool": self.type},
         )
 
-    def _semaphore(self, size: int) -> asyncio.Semaphore:
-        if self._slots is None or self._slots_size != size:
-            self._slots, self._slots_size = asyncio.Semaphore(size), size
-        return self._slots
+    def _fair_slots(self, settings: Settings) -> FairShare:
+        """The run slots, shared fairly between workspaces: round-robin, interactive calls
+        before batch work, at most `code_interpreter_concurrency_per_workspace` each."""
+        size = settings.code_interpreter_concurrency
+        per_key = settings.code_interpreter_concurrency_per_workspace
+        slots = self._slots
+        if slots is None or (slots.slots, slots.per_key) != (size, min(per_key, size)):
+            slots = self._slots = FairShare(size, per_key=per_key)
+        return slots
 
     async def run(self, context: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
         code = arguments.get("code")
@@ -167,8 +172,17 @@ class CodeInterpreter:
         if isinstance(found, str):
             return failed(f"the sandbox is unavailable: {found}", {"code": code})
         limits = Limits.of(settings)
-        async with self._semaphore(settings.code_interpreter_concurrency):
-            result = await found.run(code, limits)
+        share = Share(context.tenant.workspace_id, current().priority)
+        wait = settings.code_interpreter_queue_seconds
+        try:
+            async with self._fair_slots(settings).slot(share, timeout=wait):
+                result = await found.run(code, limits)
+        except QueueTimeout:
+            return failed(
+                f"the sandbox is busy: no run slot was free within {wait:g} s "
+                "(MAESTRALE_CODE_INTERPRETER_QUEUE_SECONDS); try again later",
+                {"code": code},
+            )
         return await self.outcome(context, code, result, limits)
 
     async def outcome(
