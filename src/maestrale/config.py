@@ -351,8 +351,12 @@ class Settings(OutageSettings):
     )
     temporal_public_address: str | None = Field(
         default=None,
-        description="the frontend address `workers/whoami` hands to workers (default: the one"
-        " Maestrale dials)",
+        description="the worker proxy's address `workers/whoami` hands to workers (default: the"
+        " host workers reach the API at, and `temporal_proxy_port`)",
+    )
+    temporal_proxy_host: str | None = Field(default=None, description="default: `host`")
+    temporal_proxy_port: int = Field(
+        default=7233, ge=0, le=65535, description="the worker proxy's gRPC port (0: a free one)"
     )
     temporal_embedded: bool = Field(
         default=True,
@@ -360,7 +364,7 @@ class Settings(OutageSettings):
     )
     temporal_embedded_host: str = Field(default="127.0.0.1", description="its listening address")
     temporal_embedded_port: int = Field(
-        default=7233, ge=0, le=65535, description="its gRPC port (0: a free one)"
+        default=0, ge=0, le=65535, description="its gRPC port (0: a free one), for Maestrale only"
     )
     workflow_wait_seconds: float = Field(
         default=60.0, gt=0, le=3600, description="execute-and-wait without `timeout_seconds`"

@@ -59,7 +59,6 @@ from tests.support import databases
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 from tests.support.app_fixtures import test_settings as make_settings
 from tests.support.mcp_servers import serve_mcp
-from tests.support.temporal import NAMESPACE
 from tests.workflows.plain_worker import worker_thread
 
 Operation = APIOperation[Any, Any, Any, Any]
@@ -150,7 +149,9 @@ def fuzzed_app(
 ) -> Iterator[FastAPI]:
     data_dir = tmp_path_factory.mktemp("fuzz") / "data"
     app = create_app(fuzz_settings(fuzz_database, data_dir, temporal_address))
-    with worker_thread(temporal_address, NAMESPACE, WORKFLOW_DEPLOYMENT):
+    with asgi.get_client(app) as client:  # the worker serves the workspace's namespace
+        whoami = client.get("/v1/workflows/workers/whoami", headers=auth_headers("/v1/"))
+    with worker_thread(temporal_address, whoami.json()["namespace"], WORKFLOW_DEPLOYMENT):
         yield app
         # Schemathesis started the lifespan on its own loop, at the first request; stop it there.
         asgi.shutdown_lifespans()

@@ -20,8 +20,10 @@ from typing import Any, BinaryIO
 from maestrale.libraries.ingest.refused import Refused
 
 _HTML_TAG = re.compile(rb"<[A-Za-z]")
-# Markdown: a block per line at most, and a token per inline mark (emphasis, code, link, tag).
-_MARKDOWN_MARKS = (b"\n", b"*", b"_", b"`", b"[", b"<")
+# Markdown: a line makes a block of up to 4 tokens (a list item: its open and close, its
+# paragraph's, its inline text), and an inline mark (emphasis, code, link, tag) one more.
+_MARKDOWN_LINE = 4
+_MARKDOWN_MARKS = (b"*", b"_", b"`", b"[", b"<")
 _REASON_CHARS = 2000
 
 
@@ -95,8 +97,9 @@ def read(reader: str, data: bytes, bounds: dict[str, Any]) -> list[str]:
         if reader == "markdown":
             from maestrale.libraries.ingest import markup
 
-            marks = sum(data.count(mark) for mark in _MARKDOWN_MARKS)
-            _check_elements(marks, "Markdown", max_elements)
+            tokens = _MARKDOWN_LINE * data.count(b"\n")
+            tokens += sum(data.count(mark) for mark in _MARKDOWN_MARKS)
+            _check_elements(tokens, "Markdown", max_elements)
             pages = [markup.markdown_text(text)]
         else:
             pages = [text]
