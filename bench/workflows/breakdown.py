@@ -83,7 +83,6 @@ async def measure(db_url: str, tmp: Path, calls: int, warmup: int) -> list[str]:
     queue = f"bench-noop-{uuid.uuid4().hex[:8]}"
     worker = None
     try:
-        worker = await start_worker(temporal.address, queue, tmp / "worker.log")
         await upgrade_async(db_url)
         settings = test_settings(
             db_url,
@@ -95,6 +94,9 @@ async def measure(db_url: str, tmp: Path, calls: int, warmup: int) -> list[str]:
         )
         app = create_app(settings)
         async with app.router.lifespan_context(app), make_client(app) as client:
+            # The worker serves the workspace's namespace, straight on Temporal.
+            namespace = (await client.get("/v1/workflows/workers/whoami")).json()["namespace"]
+            worker = await start_worker(temporal.address, namespace, queue, tmp / "worker.log")
             body: dict[str, Any] = {"definitions": definitions(queue), "deployment_name": queue}
             body |= {"worker_name": "bench", "deployment_location": {"location_type": "local"}}
             response = await client.post("/v1/workflows/register", json=body)

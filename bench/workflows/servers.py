@@ -19,10 +19,23 @@ from tests.support.live import start_server
 NAMESPACE = "mistral-workflows"
 
 
-async def start_worker(address: str, queue: str, log: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "bench.workflows.worker", address, NAMESPACE, queue]
-    proc, _ = await start_process(cmd, log, "the worker")
+async def start_worker(
+    address: str, namespace: str, queue: str, log: Path, api_key: str | None = None
+) -> subprocess.Popen[bytes]:
+    """The worker on `queue`: through the worker proxy at `address` with `api_key`, else
+    straight to Temporal at `address`."""
+    cmd = [sys.executable, "-m", "bench.workflows.worker", address, namespace, queue]
+    proc, _ = await start_process([*cmd, *([api_key] if api_key else [])], log, "the worker")
     return proc
+
+
+async def whoami(http: aiohttp.ClientSession, url: str) -> dict[str, str]:
+    """What workers of the bench's workspace are told: the worker proxy and the namespace."""
+    async with http.get(f"{url}/v1/workflows/workers/whoami") as response:
+        if response.status != 200:
+            raise BenchError(f"whoami: HTTP {response.status} {await response.text()}")
+        body: dict[str, str] = await response.json()
+        return body
 
 
 async def start_maestrale(
@@ -35,6 +48,7 @@ async def start_maestrale(
         **os.environ,
         "MAESTRALE_TEMPORAL_ADDRESS": address,
         "MAESTRALE_TEMPORAL_NAMESPACE": NAMESPACE,
+        "MAESTRALE_TEMPORAL_PROXY_PORT": "0",
         "MAESTRALE_LOG_LEVEL": "WARNING",
     }
     migrate = [sys.executable, "-m", "maestrale", "migrate", "--data-dir", str(data)]

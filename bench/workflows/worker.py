@@ -2,7 +2,10 @@
 no-op workflow, which returns its start payload at once (the platform's `json/wf_v1` payload,
 taken as `RawValue` as `tests/workflows/plain_worker.py` does, and handed back untouched).
 
-    .venv/bin/python -m bench.workflows.worker ADDRESS NAMESPACE TASK_QUEUE
+    .venv/bin/python -m bench.workflows.worker ADDRESS NAMESPACE TASK_QUEUE [API_KEY]
+
+With API_KEY, ADDRESS is Maestrale's worker proxy, which the key opens (as the official worker
+dials it); without, Temporal itself.
 
 Prints `ready` once it polls, then runs until SIGTERM or SIGINT.
 """
@@ -42,16 +45,16 @@ def definitions(task_queue: str) -> list[dict[str, object]]:
     ]
 
 
-async def main(address: str, namespace: str, task_queue: str) -> None:
+async def main(address: str, namespace: str, task_queue: str, api_key: str | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    client = await Client.connect(address, namespace=namespace)
+    client = await Client.connect(address, namespace=namespace, api_key=api_key, tls=False)
     async with Worker(client, task_queue=task_queue, workflows=[Noop]):
         print("ready", flush=True)
         await stop.wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))

@@ -70,6 +70,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services
         if services.workflows is None and settings.temporal_embedded:
             services.workflows = await start_embedded_temporal(stack, settings)
+        if services.workflows is not None:  # workers reach Temporal only through its proxy
+            from maestrale.workflows.workers.frontend import start_worker_proxy
+
+            await start_worker_proxy(stack, services)
         metrics: Metrics = app.state.metrics
         if services.hub is not None:  # the scraped process gathers every process's metrics
             services.hub.answer("metrics.collect", metrics.render)
@@ -128,6 +132,7 @@ async def _serve(services: Services) -> _Background:
                     poll_seconds=settings.job_poll_seconds,
                     stop=background.stop,
                     grace_seconds=settings.worker_grace_seconds,
+                    per_workspace=settings.jobs_per_workspace,
                 ),
                 name="worker",
             )

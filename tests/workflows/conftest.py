@@ -1,5 +1,5 @@
 """Workflow tests: the app pointed at the session's Temporal dev server (`temporal_address`, in
-tests/support/temporal.py)."""
+tests/support/temporal.py), its worker proxy on a free port."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ __all__ = ["NAMESPACE"]
 async def wf_app(
     database_url: str, tmp_path: Path, temporal_address: str
 ) -> AsyncIterator[FastAPI]:
-    settings = test_settings(database_url, tmp_path / "data", temporal_address=temporal_address)
+    settings = test_settings(
+        database_url, tmp_path / "data", temporal_address=temporal_address, temporal_proxy_port=0
+    )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
@@ -31,6 +33,16 @@ async def wf_app(
 async def wf_client(wf_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with make_client(wf_app) as client:
         yield client
+
+
+@pytest.fixture
+async def namespace(wf_client: httpx.AsyncClient) -> str:
+    """The Temporal namespace of the test's workspace (the one its workers are told to serve);
+    the plain workers of these tests dial Temporal itself, in that namespace."""
+    whoami = await wf_client.get("/v1/workflows/workers/whoami")
+    assert whoami.status_code == 200, whoami.text
+    found: str = whoami.json()["namespace"]
+    return found
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,6 @@ from fastapi import FastAPI
 from mistralai.client import Mistral
 
 from tests.support.app_fixtures import API_KEY
-from tests.workflows.conftest import NAMESPACE
 from tests.workflows.events_support import (
     LIFECYCLE,
     event,
@@ -26,7 +25,9 @@ from tests.workflows.events_support import (
 from tests.workflows.plain_worker import register, running_worker
 
 
-async def test_execution_stream_sends_stored_events_then_ends(wf_client: httpx.AsyncClient) -> None:
+async def test_execution_stream_sends_stored_events_then_ends(
+    wf_client: httpx.AsyncClient, namespace: str
+) -> None:
     exec_id = await started_execution(wf_client)
     sent = [event(exec_id, kind) for kind in LIFECYCLE]
     assert (await post_batch(wf_client, sent)).status_code == 200
@@ -40,7 +41,7 @@ async def test_execution_stream_sends_stored_events_then_ends(wf_client: httpx.A
     assert first["id"] == str(first["data"]["broker_sequence"])
     assert first["data"]["stream"] and first["data"]["timestamp"]
     assert first["data"]["workflow_context"] == {
-        "namespace": NAMESPACE,
+        "namespace": namespace,
         "workflow_name": "echo",
         "workflow_exec_id": exec_id,
         "parent_workflow_exec_id": None,
@@ -61,11 +62,11 @@ async def test_execution_stream_sends_stored_events_then_ends(wf_client: httpx.A
 
 
 async def test_execution_stream_ends_when_temporal_says_closed(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = f"dep-{uuid.uuid4().hex[:8]}"
     await register(wf_client, queue)
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         done = await wf_client.post(
             "/v1/workflows/echo/execute",
             json={"input": {"a": 1}, "wait_for_result": True, "timeout_seconds": 20},

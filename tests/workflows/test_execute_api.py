@@ -6,7 +6,6 @@ import uuid
 
 import httpx
 
-from tests.workflows.conftest import NAMESPACE
 from tests.workflows.plain_worker import register, running_worker
 
 
@@ -15,7 +14,7 @@ def _queue() -> str:
 
 
 async def test_register_then_execute_and_wait(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = _queue()
     registered = await register(wf_client, queue)
@@ -24,7 +23,7 @@ async def test_register_then_execute_and_wait(
     assert len(refs) == 2 and all(
         r["workflow_version_id"] == r["workflow_registration_id"] for r in refs
     )
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         response = await wf_client.post(
             "/v1/workflows/echo/execute",
             json={"input": {"shout": "hello"}, "wait_for_result": True, "timeout_seconds": 20},
@@ -40,7 +39,7 @@ async def test_register_then_execute_and_wait(
 
 
 async def test_execute_without_waiting_then_get(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = _queue()
     await register(wf_client, queue)
@@ -52,7 +51,7 @@ async def test_execute_without_waiting_then_get(
     body = response.json()
     assert body["status"] == "RUNNING" and body["result"] is None and body["end_time"] is None
     assert body["execution_id"] == "my-exec-" + queue
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         waited = await wf_client.post(
             "/v1/workflows/echo/execute",
             json={"input": {}, "execution_id": "my-exec-" + queue},
@@ -62,7 +61,7 @@ async def test_execute_without_waiting_then_get(
 
 
 async def test_wait_that_times_out_answers_running(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = _queue()
     await register(wf_client, queue)

@@ -16,7 +16,6 @@ from mistralai.client import Mistral
 from mistralai.client.models import WorkflowExecutionResponse
 
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
-from tests.workflows.conftest import NAMESPACE
 from tests.workflows.plain_worker import register, running_worker
 
 EXECUTIONS = "/v1/workflows/executions"
@@ -71,11 +70,13 @@ async def start_counter(client: httpx.AsyncClient, start_at: int = 0) -> str:
 
 
 @pytest.fixture
-async def deployment(wf_client: httpx.AsyncClient, temporal_address: str) -> AsyncIterator[str]:
+async def deployment(
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
+) -> AsyncIterator[str]:
     """A deployment with the plain worker's workflows, its worker polling for the test."""
     queue = queue_name()
     await register(wf_client, queue)
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         yield queue
 
 

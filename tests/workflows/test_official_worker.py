@@ -1,5 +1,6 @@
 """The official `mistralai-workflows` worker, unchanged, against a live `maestrale serve` and its
-embedded Temporal, driven by the official client `mistralai==2.8.0`.
+embedded Temporal (reached through Maestrale's worker proxy), driven by the official client
+`mistralai==2.8.0`.
 
 The worker runs in its own virtual environment (Python >= 3.12, built and cached by
 `tests/support/official_worker.py`; the tests skip when no such Python exists or the packages
@@ -46,6 +47,7 @@ class Platform:
     venv: Path
     temporal_port: int
     port: int = field(default_factory=free_port)  # kept across restarts: workers know it
+    proxy_port: int = field(default_factory=free_port)  # the worker proxy's, likewise
     url: str = ""
     server: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -66,6 +68,7 @@ class Platform:
         env = {
             "MAESTRALE_TEMPORAL_EMBEDDED": "true",
             "MAESTRALE_TEMPORAL_EMBEDDED_PORT": str(self.temporal_port),
+            "MAESTRALE_TEMPORAL_PROXY_PORT": str(self.proxy_port),
         }
         self.server, self.url = start_server(self.data_dir, env=env, port=self.port)
 

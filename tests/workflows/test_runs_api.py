@@ -12,7 +12,6 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from tests.support.app_fixtures import create_tenant, make_client
-from tests.workflows.conftest import NAMESPACE
 from tests.workflows.plain_worker import definitions, running_worker
 from tests.workflows.test_execution_control_api import (
     EXECUTIONS,
@@ -68,11 +67,13 @@ async def all_items(client: httpx.AsyncClient, **params: Any) -> list[dict[str, 
             return items
 
 
-async def test_list_filters(wf_client: httpx.AsyncClient, temporal_address: str) -> None:
+async def test_list_filters(
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
+) -> None:
     queue = queue_name()
     await register_with_internal(wf_client, queue)
     before = datetime.now(UTC) - timedelta(seconds=1)
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         done = await start(
             wf_client,
             "echo",
@@ -136,12 +137,12 @@ async def test_list_filters(wf_client: httpx.AsyncClient, temporal_address: str)
 
 
 async def test_pages_in_order_and_tokens_are_checked(
-    wf_app: FastAPI, wf_client: httpx.AsyncClient, temporal_address: str
+    wf_app: FastAPI, wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = queue_name()
     await register_with_internal(wf_client, queue)
     ids = []
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         for i in range(5):
             ids.append(
                 await start(wf_client, "echo", {"i": i}, wait_for_result=True, timeout_seconds=20)
@@ -185,13 +186,13 @@ async def test_pages_in_order_and_tokens_are_checked(
 
 
 async def test_running_rows_are_refreshed_from_temporal(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = queue_name()
     await register_with_internal(wf_client, queue)
     execution_id = await start(wf_client, "echo", {"sleep": 60})
     # Ended behind the API's back: the listing asks Temporal about what it thinks runs.
-    client = await Client.connect(temporal_address, namespace=NAMESPACE)
+    client = await Client.connect(temporal_address, namespace=namespace)
     await client.get_workflow_handle(execution_id).terminate(reason="outside")
     body = (await wf_client.get(RUNS)).json()
     (item,) = body["executions"]
@@ -200,11 +201,11 @@ async def test_running_rows_are_refreshed_from_temporal(
 
 
 async def test_get_run_latest_and_earlier_and_its_history(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = queue_name()
     await register_with_internal(wf_client, queue)
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    async with running_worker(temporal_address, namespace, queue):
         execution_id = await start(
             wf_client, "echo", {"y": 2}, wait_for_result=True, timeout_seconds=20
         )

@@ -15,7 +15,6 @@ from mistralai.client import Mistral
 from temporalio.client import Client
 
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
-from tests.workflows.conftest import NAMESPACE
 from tests.workflows.plain_worker import register, running_worker
 
 YEARLY = "0 0 1 1 *"
@@ -115,15 +114,15 @@ async def test_lifecycle(wf_client: httpx.AsyncClient) -> None:
 
 
 async def test_triggered_and_interval_runs_execute_on_the_worker(
-    wf_client: httpx.AsyncClient, temporal_address: str
+    wf_client: httpx.AsyncClient, temporal_address: str, namespace: str
 ) -> None:
     queue = _queue()
     await register(wf_client, queue)
     schedule_id = f"nightly-{uuid.uuid4().hex[:8]}"
     response = await create(wf_client, schedule={"input": {"shout": "hi"}}, schedule_id=schedule_id)
     assert response.status_code == 201, response.text
-    temporal = await Client.connect(temporal_address, namespace=NAMESPACE)
-    async with running_worker(temporal_address, NAMESPACE, queue):
+    temporal = await Client.connect(temporal_address, namespace=namespace)
+    async with running_worker(temporal_address, namespace, queue):
         trigger = await wf_client.post(f"/v1/workflows/schedules/{schedule_id}/trigger", json={})
         assert trigger.status_code == 204
         (run,) = await wait_for_run(wf_client, schedule_id)

@@ -1,5 +1,6 @@
 """`maestrale serve` with no Temporal configured runs its own (the embedded dev server) and hands
-its address to workers; registrations, executions and Temporal's state survive a restart."""
+workers its worker proxy, never Temporal's own port; registrations, executions and Temporal's
+state survive a restart."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ from tests.workflows.plain_worker import definitions, running_worker
 pytestmark = pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing")
 
 
-def _serve(data_dir: Path, temporal_port: int, workers: int = 1) -> tuple[object, str]:
+def _serve(
+    data_dir: Path, temporal_port: int, proxy_port: int, workers: int = 1
+) -> tuple[object, str]:
     return start_server(
         data_dir,
         env={
             "MAESTRALE_TEMPORAL_EMBEDDED": "true",
             "MAESTRALE_TEMPORAL_EMBEDDED_PORT": str(temporal_port),
+            "MAESTRALE_TEMPORAL_PROXY_PORT": str(proxy_port),
             "MAESTRALE_WORKERS": str(workers),
         },
     )
@@ -48,13 +52,14 @@ async def _register(client: httpx.AsyncClient, queue: str) -> None:
 
 
 async def test_state_survives_a_restart(tmp_path: Path) -> None:
-    data_dir, port, queue = tmp_path / "data", free_port(), "survivor"
-    proc, url = _serve(data_dir, port)
+    data_dir, port, proxy, queue = tmp_path / "data", free_port(), free_port(), "survivor"
+    proc, url = _serve(data_dir, port, proxy)
     try:
         async with _client(url) as client:
             whoami = (await client.get("/v1/workflows/workers/whoami")).json()
-            assert whoami["scheduler_url"] == f"127.0.0.1:{port}"
-            assert whoami["namespace"] == NAMESPACE and whoami["tls"] is False
+            assert whoami["scheduler_url"] == f"127.0.0.1:{proxy}"
+            assert whoami["namespace"].startswith(f"{NAMESPACE}-") and whoami["tls"] is False
+            namespace = whoami["namespace"]
             await _register(client, queue)
             started = await client.post(
                 "/v1/workflows/echo/execute",
@@ -68,9 +73,10 @@ async def test_state_survives_a_restart(tmp_path: Path) -> None:
         await asyncio.sleep(0.1)
     assert not _listening(port), "the embedded Temporal outlived its server"
 
-    proc, url = _serve(data_dir, port)
+    proc, url = _serve(data_dir, port, proxy)
     try:
-        async with _client(url) as client, running_worker(f"127.0.0.1:{port}", NAMESPACE, queue):
+        worker = running_worker(f"127.0.0.1:{proxy}", namespace, queue, API_KEY)
+        async with _client(url) as client, worker:
             listed = (await client.get("/v1/workflows/registrations")).json()
             assert {
                 r["definition"]["execution_timeout"] for r in listed["workflow_registrations"]
@@ -89,14 +95,17 @@ async def test_state_survives_a_restart(tmp_path: Path) -> None:
 
 
 async def test_the_processes_of_serve_share_one_temporal(tmp_path: Path) -> None:
-    port, queue = free_port(), "shared"
-    proc, url = _serve(tmp_path / "data", port, workers=2)
+    port, proxy, queue = free_port(), free_port(), "shared"
+    proc, url = _serve(tmp_path / "data", port, proxy, workers=2)
     try:
-        async with _client(url) as client, running_worker(f"127.0.0.1:{port}", NAMESPACE, queue):
+        async with _client(url) as client:
+            namespace = (await client.get("/v1/workflows/workers/whoami")).json()["namespace"]
+        worker = running_worker(f"127.0.0.1:{proxy}", namespace, queue, API_KEY)
+        async with _client(url) as client, worker:
             await _register(client, queue)
-            for n in range(4):  # over both server processes
+            for n in range(4):  # over both server processes (each serves the proxy's port)
                 whoami = (await client.get("/v1/workflows/workers/whoami")).json()
-                assert whoami["scheduler_url"] == f"127.0.0.1:{port}"
+                assert whoami["scheduler_url"] == f"127.0.0.1:{proxy}"
                 done = await client.post(
                     "/v1/workflows/echo/execute",
                     json={"input": n, "wait_for_result": True, "timeout_seconds": 20},

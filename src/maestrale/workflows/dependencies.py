@@ -46,10 +46,15 @@ async def worker_service(request: Request, work: Work, principal: StandardAuth) 
     return WorkerService(work, Tenant.of(principal), settings.workflow_worker_liveness_seconds)
 
 
-def execution_settings(request: Request) -> ExecutionSettings:
+def workspace_engine(request: Request, tenant: Tenant) -> TemporalEngine:
+    """The engine bound to the caller's workspace: its namespace only."""
+    return temporal_engine(request).for_workspace(tenant.workspace_id)
+
+
+def execution_settings(request: Request, engine: TemporalEngine) -> ExecutionSettings:
     settings = app_services(request).settings
     return ExecutionSettings(
-        namespace=settings.temporal_namespace,
+        namespace=engine.namespace,
         wait_seconds=settings.workflow_wait_seconds,
         max_wait_seconds=settings.workflow_max_wait_seconds,
         liveness_seconds=settings.workflow_worker_liveness_seconds,
@@ -59,12 +64,10 @@ def execution_settings(request: Request) -> ExecutionSettings:
 async def execution_service(
     request: Request, work: Work, principal: StandardAuth
 ) -> ExecutionService:
+    tenant = Tenant.of(principal)
+    engine = workspace_engine(request, tenant)
     return ExecutionService(
-        work,
-        Tenant.of(principal),
-        temporal_engine(request),
-        execution_settings(request),
-        user_id=principal.user_id,
+        work, tenant, engine, execution_settings(request, engine), user_id=principal.user_id
     )
 
 
@@ -75,12 +78,10 @@ async def schedule_service(
     # [workflows] extra (the routes then answer 503).
     from maestrale.workflows.schedules.service import ScheduleService
 
+    tenant = Tenant.of(principal)
+    engine = workspace_engine(request, tenant)
     return ScheduleService(
-        work,
-        Tenant.of(principal),
-        temporal_engine(request),
-        execution_settings(request),
-        user_id=principal.user_id,
+        work, tenant, engine, execution_settings(request, engine), user_id=principal.user_id
     )
 
 

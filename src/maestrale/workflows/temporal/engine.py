@@ -1,9 +1,10 @@
 """Maestrale as a Temporal client: every call the workflows API makes to the engine.
 
-One client per process, connected on first use (a Temporal that is down at start does not stop
-the server; its calls answer 503 until it is back). Temporal errors become the group's errors:
-an unknown execution is a 404 `WF_1100`, one already running a 409 `WF_1101`, an unreachable
-frontend a 503 `WF_1103`.
+One connection per process, made on first use (a Temporal that is down at start does not stop
+the server; its calls answer 503 until it is back); every call is made in the caller's
+workspace's namespace (`for_workspace`), made on first use (`namespaces`). Temporal errors
+become the group's errors: an unknown execution is a 404 `WF_1100`, one already running a 409
+`WF_1101`, an unreachable frontend a 503 `WF_1103`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from maestrale.workflows.errors import (
     engine_failed,
 )
 from maestrale.workflows.tables import ExecutionStatus
+from maestrale.workflows.temporal.namespaces import Connection, workspace_namespace
 
 log = logging.getLogger("maestrale.workflows.temporal")
 
@@ -74,48 +76,46 @@ class Closed:
 @dataclass(frozen=True, slots=True)
 class TemporalTarget:
     address: str
-    namespace: str
+    namespace: str  # the prefix of the workspaces' namespaces
     tls: bool = False
     api_key: str | None = None
 
 
 class TemporalEngine:
-    """The Temporal client of a process (`temporalio`), connected lazily."""
+    """Maestrale's Temporal client (`temporalio`), connected lazily: the process's engine, and
+    the views of it bound to one workspace's namespace (`for_workspace`), which every call of
+    the workflows API goes through."""
 
-    def __init__(self, target: TemporalTarget) -> None:
+    def __init__(
+        self,
+        target: TemporalTarget,
+        *,
+        namespace: str | None = None,
+        connection: Connection | None = None,
+    ) -> None:
         self.target = target
-        self._client: Any = None
-        self._lock = asyncio.Lock()
+        self._namespace = namespace
+        # Where this process serves the worker proxy (`workers/whoami` hands it out); None
+        # until it listens.
+        self.proxy_port: int | None = None
+        self.connection = connection or Connection(
+            target.address, tls=target.tls, api_key=target.api_key
+        )
+
+    def for_workspace(self, workspace_id: str) -> TemporalEngine:
+        """The engine bound to the workspace's namespace (one connection for all)."""
+        namespace = workspace_namespace(self.target.namespace, workspace_id)
+        return TemporalEngine(self.target, namespace=namespace, connection=self.connection)
+
+    @property
+    def namespace(self) -> str:
+        if self._namespace is None:
+            raise RuntimeError("the process's engine has no namespace: use for_workspace()")
+        return self._namespace
 
     async def client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        async with self._lock:
-            if self._client is None:
-                self._client = await self._connect()
-        return self._client
-
-    async def _connect(self) -> Any:
-        try:
-            from temporalio.client import Client
-        except ImportError as exc:
-            raise engine_failed(
-                "workflows need the Temporal client: install maestrale[workflows]",
-                status_code=503,
-            ) from exc
-        try:
-            return await Client.connect(
-                self.target.address,
-                namespace=self.target.namespace,
-                tls=self.target.tls,
-                api_key=self.target.api_key,
-            )
-        except Exception as exc:
-            log.warning("cannot reach Temporal at %s: %s", self.target.address, exc)
-            raise engine_failed(
-                f"the workflow engine (Temporal at {self.target.address}) is unreachable",
-                status_code=503,
-            ) from exc
+        """A client of the workspace's namespace, which exists once this returns."""
+        return await self.connection.client(self.namespace)
 
     async def handle(self, execution_id: str, run_id: str | None = None) -> Any:
         from temporalio.common import RawValue
@@ -193,7 +193,7 @@ class TemporalEngine:
         token = b""
         while True:
             request = GetWorkflowExecutionHistoryRequest(
-                namespace=self.target.namespace,
+                namespace=self.namespace,
                 execution=WorkflowExecution(workflow_id=execution_id, run_id=run_id),
                 wait_new_event=True,
                 history_event_filter_type=HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,

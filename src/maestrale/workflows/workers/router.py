@@ -6,8 +6,10 @@ from __future__ import annotations
 from fastapi import Request
 
 from maestrale.core.auth.dependencies import StandardAuth
+from maestrale.core.auth.principal import Tenant
 from maestrale.dependencies import app_services
 from maestrale.workflows.dependencies import Workers, temporal_engine
+from maestrale.workflows.errors import engine_failed
 from maestrale.workflows.routing import workflows_router
 from maestrale.workflows.workers.schemas import (
     ExecutionRegisterRequest,
@@ -24,16 +26,24 @@ router = workflows_router(prefix="/workflows", tags=["workflows workers"])
 
 @router.get("/workers/whoami", response_model=WorkerInfo)
 async def whoami(request: Request, principal: StandardAuth) -> WorkerInfo:
-    """Where a worker finds the engine: the Temporal frontend address, namespace and TLS flag
-    (`MAESTRALE_TEMPORAL_PUBLIC_ADDRESS` when workers reach it by another address than the
-    server does), and the features the worker should use (v1 events, no graph upload)."""
+    """Where a worker finds the engine: the address of Maestrale's worker proxy (never Temporal's
+    own), which admits the key to its workspace's namespace only; that namespace (made on first
+    use), and the features the worker should use (v1 events, no graph upload).
+    `MAESTRALE_TEMPORAL_PUBLIC_ADDRESS` names the proxy as workers reach it, when that is not the
+    host they reach the API at."""
     settings = app_services(request).settings
     engine = temporal_engine(request)
-    return WorkerInfo(
-        scheduler_url=settings.temporal_public_address or engine.target.address,
-        namespace=engine.target.namespace,
-        tls=engine.target.tls,
-    )
+    if engine.proxy_port is None:
+        raise engine_failed("the worker proxy is not listening", status_code=503)
+    workspace = engine.for_workspace(Tenant.of(principal).workspace_id)
+    await workspace.connection.namespace_id(workspace.namespace)
+    address = settings.temporal_public_address
+    if not address:
+        host = settings.temporal_proxy_host or settings.host
+        if host in ("0.0.0.0", "::", ""):  # every interface: the one this request came in on
+            host = request.url.hostname or "127.0.0.1"
+        address = f"[{host}]:{engine.proxy_port}" if ":" in host else f"{host}:{engine.proxy_port}"
+    return WorkerInfo(scheduler_url=address, namespace=workspace.namespace, tls=False)
 
 
 @router.post("/register", response_model=RegisterResponse)
