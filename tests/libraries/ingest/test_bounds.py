@@ -1,6 +1,6 @@
-"""Documents that explode: each bound of reading (elements, time, memory, text, scanned pages)
-stops its document with the bound in the reason, in a child process that nothing outlives; the
-other documents read meanwhile are not held up. Bounds are set low here to stay quick."""
+"""Documents that explode: each bound of reading (elements, time, memory, scanned pages) stops
+its document with the bound in the reason, in a child process that nothing outlives; the other
+documents read meanwhile are not held up. Bounds are set low here to stay quick."""
 
 from __future__ import annotations
 
