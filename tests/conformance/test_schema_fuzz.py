@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ import hypothesis
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -53,11 +52,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from maestrale.app import create_app
-from maestrale.config import Settings
 from tests.conformance.fuzz_seeds import WORKFLOW_DEPLOYMENT, seed
 from tests.support import databases
-from tests.support.app_fixtures import ADMIN_KEY, API_KEY
-from tests.support.app_fixtures import test_settings as make_settings
+from tests.support.fuzzing import DIRECTIVE, ENDLESS, auth_headers, budget, fuzz_settings
 from tests.support.mcp_servers import serve_mcp
 from tests.workflows.plain_worker import worker_thread
 
@@ -74,10 +71,6 @@ CHECKS = [
     response_schema_conformance,
 ]
 
-# The builtin engine's directives: `/sleep MS` waits (up to 60 s) and `/fail STATUS` answers as a
-# failing upstream would, a 5xx on purpose. A generated body that names one is not sent.
-DIRECTIVE = re.compile(r"/(?:sleep|fail)\b")
-
 # Half of the `model` fields name a cheap builtin model, so that requests reach the engines (the
 # others name no model: 404). No local model is named: loading one takes seconds.
 GENERATION: dict[str, Any] = {
@@ -88,38 +81,12 @@ GENERATION: dict[str, Any] = {
 }
 
 
-def fuzz_settings(
-    database_url: str, data_dir: Path, temporal_address: str | None = None
-) -> Settings:
-    return make_settings(
-        database_url,
-        data_dir,
-        temporal_address=temporal_address,
-        # An execute-and-wait of a generated input returns within a second (still RUNNING);
-        # queries and updates of the seeded execution get the worker's answer.
-        workflow_max_wait_seconds=1.0,
-        workflow_wait_seconds=10.0,
-        # Generated URLs (OCR documents, audio) are fetched for real: fail them fast.
-        fetch_timeout_seconds=2.0,
-        # Builtin embeddings for similar events: the default model is a local one.
-        similar_events_model="maestrale-embed",
-        # The seeded chat completion event is written at once.
-        accounting_flush_seconds=0.05,
-        # The seeded connector's MCP server listens on the loopback interface; generated
-        # servers are reached for real: fail them fast.
-        connector_allow_private=True,
-        connector_tool_timeout_seconds=2.0,
-    )
-
-
 # The schema is the app's own `/openapi.json`, built without starting an app (collection needs
 # the operations); the requests go to the module's app.
 schema = schemathesis.openapi.from_dict(
     create_app(fuzz_settings("sqlite+aiosqlite://", Path("unused"))).openapi(),
     config=schemathesis.Config.from_dict(GENERATION),
 )
-# Streams that follow events for as long as the client stays (see above).
-ENDLESS = {"/v1/workflows/events/stream", "/v1/workflows/executions/{execution_id}/stream"}
 OPERATIONS: list[Operation] = [
     op for op in (result.ok() for result in schema.get_all_operations()) if op.path not in ENDLESS
 ]
@@ -170,19 +137,7 @@ def seeds(fuzzed_app: FastAPI, fuzz_mcp: str) -> dict[str, str]:
         return seed(client, fuzz_mcp)
 
 
-def _headers(path: str) -> dict[str, str]:
-    if path.startswith("/v1/admin/"):
-        return {"x-api-key": ADMIN_KEY}
-    return {"Authorization": f"Bearer {API_KEY}"}
-
-
-SETTINGS = settings(
-    max_examples=MAX_EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+SETTINGS = budget(MAX_EXAMPLES)
 
 
 def _cases(operation: Operation) -> st.SearchStrategy[schemathesis.Case[Any]]:
@@ -195,7 +150,7 @@ def _cases(operation: Operation) -> st.SearchStrategy[schemathesis.Case[Any]]:
 
 def _call(case: schemathesis.Case[Any], app: FastAPI) -> None:
     hypothesis.assume(not DIRECTIVE.search(json.dumps(case.body, default=str)))
-    case.call_and_validate(app=app, headers=_headers(case.path), checks=CHECKS)
+    case.call_and_validate(app=app, headers=auth_headers(case.path), checks=CHECKS)
 
 
 @pytest.mark.parametrize("operation", SEEDED, ids=lambda op: op.label)

@@ -28,7 +28,13 @@ def nested(depth: int) -> Any:
     return value
 
 
-POISONS: dict[str, Any] = {"deep": nested(300), "huge_int": 2**64, "surrogate": "\ud800"}
+POISONS: dict[str, Any] = {
+    "deep": nested(300),
+    "huge_int": 2**64,
+    "surrogate": "\ud800",
+    # A key is named in the 422's location, which must still encode (it was a 500).
+    "surrogate_key": {"ok": 1, "\udc00": 1},
+}
 USER = {"role": "user", "content": "hi"}
 ECHO = "maestrale-echo"
 
@@ -106,6 +112,8 @@ async def test_poison_is_refused_everywhere_and_accounting_goes_on(
             assert detail["error_code"] == "VALIDATION_ERROR", detail
         else:
             assert detail[0]["loc"][0] == "body" and detail[0]["type"] == "json_invalid", detail
+            if poison == "surrogate_key":
+                assert detail[0]["loc"][-1] == "\\udc00", detail
     async with make_client(app, other.key) as theirs:
         answered = await theirs.post(
             "/v1/chat/completions", json={"model": ECHO, "messages": [USER]}
@@ -190,7 +198,7 @@ async def test_a_dataset_file_import_refuses_what_a_record_cannot_store(
     ("document", "loc", "words"),
     [
         ({"a": [1, {"b": "x\ud800"}]}, ("a", 1, "b"), "Unicode"),
-        ({"ok": 1, "\udfff": 1}, ("\udfff",), "key is not valid Unicode"),
+        ({"ok": 1, "a\udfff": 1}, ("a\\udfff",), "key is not valid Unicode"),
         ({"x": float("inf")}, ("x",), "not finite"),
         ({"x": [-(2**63) - 1]}, ("x", 0), "64-bit"),
         ({"x": nested(MAX_JSON_DEPTH)}, ("x", *["a"] * (MAX_JSON_DEPTH - 1)), "deeper"),

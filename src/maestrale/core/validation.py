@@ -92,6 +92,11 @@ def _valid_text(text: str) -> bool:
     return True
 
 
+def _escaped(text: str) -> str:
+    """`text` with each lone surrogate written as its JSON escape, so that it can be encoded."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _locate(value: Any, loc: Location, depth: int) -> None:
     """Raise the first problem of `value` with where it is."""
     kind = type(value)
@@ -104,7 +109,10 @@ def _locate(value: Any, loc: Location, depth: int) -> None:
         pairs = value.items() if kind is dict else enumerate(value)
         for key, item in pairs:
             if type(key) is str and not _valid_text(key):
-                raise JsonProblem((*loc, key), "key is not valid Unicode (lone surrogate)")
+                # The location goes into the 422's JSON body, which cannot hold the key itself:
+                # it is named by its escapes (`\\udc00`), as the client wrote it.
+                message = "key is not valid Unicode (lone surrogate)"
+                raise JsonProblem((*loc, _escaped(key)), message)
             _locate(item, (*loc, key), depth + 1)
     elif kind is int:
         if not INT64_MIN <= value <= INT64_MAX:
