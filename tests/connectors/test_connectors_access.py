@@ -196,6 +196,42 @@ async def test_private_servers_are_refused_by_default(
         assert (await client.get("/v1/connectors")).json()["items"] == []
 
 
+PUBLIC_SERVER = "https://93.184.216.34/mcp"  # an IP literal: nothing is resolved nor reached
+METADATA = {
+    "issuer": "https://auth.example.com",
+    "authorization_endpoint": "https://auth.example.com/authorize",
+    "token_endpoint": "https://auth.example.com/token",
+}
+
+
+@pytest.mark.parametrize(
+    "oauth",
+    [
+        {"oauth2_server_metadata_url": "http://2130706433:8080/.well-known/oauth"},
+        {"oauth2_server_metadata_url": "http://localhost:8080/.well-known/oauth"},
+        {"oauth2_server_metadata_url": "http://[fec0::1]/.well-known/oauth"},
+        {"oauth2_server_metadata": {**METADATA, "token_endpoint": "http://2130706433:9/token"}},
+        {"oauth2_server_metadata": {**METADATA, "token_endpoint": "http://localhost:9/token"}},
+        {"oauth2_server_metadata": {**METADATA, "registration_endpoint": "http://0x7f.1/reg"}},
+        {"oauth2_server_metadata": {**METADATA, "authorization_endpoint": "http://2130706433/"}},
+    ],
+    ids=lambda o: str(o)[:70],
+)
+async def test_private_oauth_endpoints_are_refused_at_create(
+    database_url: str, tmp_path: Path, oauth: dict[str, Any]
+) -> None:
+    """The OAuth2 URLs this server will reach are held to the server URL's rule at create
+    (resolved, numeric IPv4 forms read as the resolver reads them), not only when used."""
+    app = create_app(app_fixtures.test_settings(database_url, tmp_path / "data"))
+    async with app.router.lifespan_context(app), make_client(app) as client:
+        r = await client.post(
+            "/v1/connectors",
+            json={"name": "ssrf", "description": "d", "server": PUBLIC_SERVER, **oauth},
+        )
+        assert r.status_code == 400 and r.json()["code"] == "url_not_allowed", r.text
+        assert (await client.get("/v1/connectors")).json()["items"] == []
+
+
 async def test_organization_wide_connectors_and_another_workspace(
     conn_app: FastAPI, conn_client: httpx.AsyncClient, tools_server: tuple[str, ServerProbe]
 ) -> None:

@@ -17,6 +17,7 @@ from maestrale.core.fetch import (
     UrlNotAllowed,
     address_allowed,
     fetch_url,
+    literal_address,
 )
 
 
@@ -58,10 +59,39 @@ async def local_site() -> AsyncIterator[str]:
         "0.0.0.0",
         "100.64.0.1",
         "fd00::1",
+        # Not global unicast, though Python's `is_global` says so (issue 30).
+        "fec0::1",  # site-local (deprecated)
+        "3fff::1",  # documentation (RFC 9637)
+        "5f00::1",  # SRv6 segment identifiers
+        "2001:db8::1",  # documentation
+        "2001:2::1",  # benchmarking
+        "100::1",  # discard
+        "ff0e::1",  # global multicast
     ],
 )
 def test_private_addresses_are_refused(address: str) -> None:
     assert not address_allowed(address, FetchPolicy())
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+        ("169.254.43518", "169.254.169.254"),
+        ("::1", "::1"),
+        ("example.com", None),
+    ],
+)
+def test_numeric_hosts_are_read_as_the_resolver_reads_them(host: str, address: str | None) -> None:
+    literal = literal_address(host)
+    assert (str(literal) if literal else None) == address
+
+
+async def test_decimal_ipv4_url_is_refused_before_any_connection() -> None:
+    with pytest.raises(UrlNotAllowed, match=r"2130706433 \(127\.0\.0\.1\) is a loopback"):
+        await fetch_url("http://2130706433:9/", FetchPolicy())
 
 
 @pytest.mark.parametrize(
@@ -107,6 +137,8 @@ def test_ipv6_forms_of_public_ipv4_are_judged_by_the_ipv4() -> None:
 def test_public_addresses_are_allowed() -> None:
     assert address_allowed("93.184.216.34", FetchPolicy())
     assert address_allowed("2606:4700::1111", FetchPolicy())
+    assert address_allowed("2a00:1450:4007:80e::200e", FetchPolicy())
+    assert address_allowed("fec0::1", FetchPolicy(allow_private=True))
     assert address_allowed("10.0.0.1", FetchPolicy(allow_private=True))
 
 

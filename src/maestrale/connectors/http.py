@@ -11,7 +11,6 @@ that resolves and checks before it connects.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -22,7 +21,7 @@ import httpx2
 from httpcore2._backends.auto import AutoBackend
 from httpcore2._backends.base import AsyncNetworkStream
 
-from maestrale.core.fetch import FetchPolicy, UrlNotAllowed, address_allowed
+from maestrale.core.fetch import FetchPolicy, UrlNotAllowed, address_allowed, literal_address
 from maestrale.tracing import inject
 
 
@@ -94,14 +93,13 @@ def check_url(url: str, *, allow_private: bool) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UrlNotAllowed(f"a connector URL must be an http or https URL, not {url[:60]!r}")
-    try:
-        literal = ipaddress.ip_address(parts.hostname)
-    except ValueError:
+    literal = literal_address(parts.hostname)
+    if literal is None:
         return
     if not address_allowed(str(literal), FetchPolicy(allow_private=allow_private)):
         raise UrlNotAllowed(
-            f"{parts.hostname} is a loopback, private, link-local or reserved address; "
-            "connectors may not reach it"
+            f"{parts.hostname} ({literal}) is a loopback, private, link-local or reserved "
+            "address; connectors may not reach it"
         )
 
 
@@ -112,11 +110,8 @@ async def check_host(url: str, *, allow_private: bool) -> None:
     resolve passes: it may resolve later, and its connections are checked then."""
     check_url(url, allow_private=allow_private)
     host = urlsplit(url).hostname or ""
-    try:
-        ipaddress.ip_address(host)
+    if literal_address(host) is not None:
         return
-    except ValueError:
-        pass
     policy = FetchPolicy(allow_private=allow_private)
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)

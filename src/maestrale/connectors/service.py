@@ -147,12 +147,13 @@ class ConnectorService:
         await check_host(body.server, allow_private=self.settings.allow_private)
         if visibility == "shared_org":
             await self._require_org_admin("create an organization-wide connector")
-        self._check_urls(body.server, body.icon_url, body.oauth2_server_metadata_url)
-        if body.oauth2_server_metadata is not None:
-            metadata = body.oauth2_server_metadata.model_dump(mode="json")
-            self._check_urls(metadata["authorization_endpoint"], metadata["token_endpoint"])
-        else:
-            metadata = None
+        self._check_urls(body.server, body.icon_url)
+        metadata = (
+            body.oauth2_server_metadata.model_dump(mode="json")
+            if body.oauth2_server_metadata is not None
+            else None
+        )
+        await self._check_oauth_urls(body.oauth2_server_metadata_url, metadata)
         if await self.repo.name_taken(body.name):
             raise _name_taken(body.name)
         now = utcnow()
@@ -410,6 +411,24 @@ class ConnectorService:
             return None
         client = {"client_id": auth.client_id, "client_secret": auth.client_secret}
         return self.box.seal_json(client, C.OAUTH_CLIENT)
+
+    async def _check_oauth_urls(
+        self, metadata_url: str | None, metadata: dict[str, Any] | None
+    ) -> None:
+        """The OAuth2 URLs this server will reach (the metadata document, the token and
+        registration endpoints), resolved now as the server URL is: a URL that could only reach
+        refused addresses is refused before it is stored. The authorization endpoint is the
+        browser's, not this server's: it needs only to be an http(s) URL of no refused IP."""
+        allow_private = self.settings.allow_private
+        reached = [metadata_url]
+        if metadata is not None:
+            self._check_urls(metadata["authorization_endpoint"])
+            reached += [metadata["token_endpoint"], metadata.get("registration_endpoint")]
+        for url in reached:
+            if url is not None and not isinstance(url, str):
+                raise BadRequest("an OAuth2 endpoint must be a URL", code="invalid_url")
+            if url:
+                await check_host(url, allow_private=allow_private)
 
     def _check_urls(self, *urls: str | None) -> None:
         for url in urls:

@@ -65,6 +65,18 @@ _NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215, local use on
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291, deprecated
 _IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
 
+# Global unicast IPv6 is an allow-list, not Python's `is_global` (which lets `fec0::/10`,
+# `3fff::/20` and `5f00::/16` through, and differs across releases): 2000::/3, less the
+# special-purpose blocks inside it (IANA's IPv6 Special-Purpose Address Registry). Everything
+# outside 2000::/3 (ULA, site-local, link-local, multicast, loopback, discard, ...) is refused.
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_SPECIAL_UNICAST = (
+    ipaddress.IPv6Network("2001::/23"),  # IETF protocol assignments (Teredo is judged first)
+    ipaddress.IPv6Network("2001:db8::/32"),  # documentation
+    ipaddress.IPv6Network("3fff::/20"),  # documentation (RFC 9637)
+    ipaddress.IPv6Network("5f00::/16"),  # SRv6 segment identifiers (RFC 9602)
+)
+
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses an IPv6 address stands for (none for a plain IPv6 address)."""
@@ -77,8 +89,22 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return []
 
 
+def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a URL's host names by itself, without DNS: an IP literal, or one of the
+    numeric IPv4 forms the system resolver takes (`2130706433`, `0x7f.1`, `017700000001`),
+    which `ipaddress` does not read. None for a host name."""
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
+
+
 def address_allowed(address: str, policy: FetchPolicy) -> bool:
-    """A public unicast address, or any address when the policy allows private ones.
+    """A global unicast address, or any unicast address when the policy allows private ones.
 
     An IPv6 address that stands for IPv4 ones (mapped, compatible, translated, NAT64, 6to4,
     Teredo) is judged by the IPv4 rules for every address it embeds: that is where it leads. Its
@@ -96,7 +122,13 @@ def address_allowed(address: str, policy: FetchPolicy) -> bool:
     embedded = _embedded_ipv4(ip)
     if embedded:
         return all(_ip_allowed(v4, policy) for v4 in embedded)
+    if not policy.allow_private and not _global_unicast(ip):
+        return False
     return _ip_allowed(ip, policy)
+
+
+def _global_unicast(ip: ipaddress.IPv6Address) -> bool:
+    return ip in _GLOBAL_UNICAST and not any(ip in block for block in _SPECIAL_UNICAST)
 
 
 def _ip_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: FetchPolicy) -> bool:
@@ -177,14 +209,13 @@ def _check_url(url: str, policy: FetchPolicy) -> None:
     if not parts.hostname:
         raise BadRequest("the URL has no host", code="invalid_url")
     # aiohttp connects to an IP-literal host without asking the resolver: check it here.
-    try:
-        literal = ipaddress.ip_address(parts.hostname)
-    except ValueError:
+    literal = literal_address(parts.hostname)
+    if literal is None:
         return
     if not address_allowed(str(literal), policy):
         raise UrlNotAllowed(
-            f"{parts.hostname} is a loopback, private, link-local or reserved address; "
-            "such URLs are refused"
+            f"{parts.hostname} ({literal}) is a loopback, private, link-local or reserved "
+            "address; such URLs are refused"
         )
 
 
