@@ -149,6 +149,7 @@ async def _worker(settings: Settings, imports: list[str]) -> None:
             poll_seconds=settings.job_poll_seconds,
             stop=stop,
             grace_seconds=settings.worker_grace_seconds,
+            per_workspace=settings.jobs_per_workspace,
         )
 
 

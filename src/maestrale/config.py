@@ -79,6 +79,10 @@ class Settings(OutageSettings):
     )
     worker: bool = Field(default=True, description="run the in-process job worker in `serve`")
     worker_concurrency: int = Field(default=4, ge=1, le=256)
+    jobs_per_workspace: int = Field(
+        default=3, ge=1, le=4096, description="jobs of one workspace running at once on all"
+        " workers together; workspaces take turns for the rest"
+    )
     job_lease_seconds: float = Field(default=30.0, gt=0)
     job_poll_seconds: float = Field(default=0.5, gt=0)
     worker_grace_seconds: float = Field(

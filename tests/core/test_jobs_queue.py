@@ -341,3 +341,39 @@ async def test_a_handler_acts_after_its_completion_commits(db: Database) -> None
     job_id = await enqueue(db)
     await worker(db, {"t.work": handler}).run_until_idle(timeout=20)
     assert (await load(db, job_id)).status == "succeeded" and seen == [job_id]
+
+
+async def test_workspaces_take_turns_within_their_bound(db: Database) -> None:
+    # B queued five long jobs first, then A one: claims alternate, and B never runs more than
+    # its bound at once (first come first served gave B every slot).
+    queue = JobQueue(db, per_workspace=3)
+    a, b = Tenant("org", "workspace-a"), Tenant("org", "workspace-b")
+    base = utcnow().replace(year=2020)
+    for minute in range(5):
+        await enqueue(db, tenant=b, run_at=base.replace(minute=minute))
+    for minute in (10, 11):
+        await enqueue(db, tenant=a, run_at=base.replace(minute=minute))
+    await enqueue(db, priority=5)  # a job of no workspace: unbounded, by priority first
+    claims = [await queue.claim("w", limit=1, kinds=["t.work"]) for _ in range(7)]
+    order = [batch[0].workspace_id if batch else "-" for batch in claims]
+    assert order == [None, *["workspace-b", "workspace-a"] * 2, "workspace-b", "-"]
+    # One of B's jobs ends: its next one may run.
+    job = next(batch[0] for batch in claims if batch and batch[0].workspace_id == b.workspace_id)
+    assert await queue.complete(job.id, job.token, None)
+    assert [j.workspace_id for j in await queue.claim("w", limit=4, kinds=["t.work"])] == [
+        "workspace-b"
+    ]
+
+
+async def test_concurrent_claimers_keep_a_workspace_within_its_bound(db: Database) -> None:
+    queue = JobQueue(db, per_workspace=3)
+    flooder = Tenant("org", "workspace-b")
+    for _ in range(12):
+        await enqueue(db, tenant=flooder)
+    other = await enqueue(db, tenant=Tenant("org", "workspace-a"))
+    batches = await asyncio.gather(
+        *(queue.claim(f"w{i}", limit=2, kinds=["t.work"]) for i in range(8))
+    )
+    claimed = [job for batch in batches for job in batch]
+    assert sum(job.workspace_id == flooder.workspace_id for job in claimed) == 3
+    assert other in {job.id for job in claimed}

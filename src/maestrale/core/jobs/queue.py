@@ -1,6 +1,12 @@
 """The SQL of the durable job queue: enqueue in the caller's transaction, claim due jobs under
 leases (Postgres: `FOR UPDATE SKIP LOCKED`; SQLite: one UPDATE under its single writer, fenced
-by the condition it selected on), finish a job only while its lease token still holds."""
+by the condition it selected on), finish a job only while its lease token still holds.
+
+With `per_workspace`, claims share the workers between workspaces: a workspace runs at most that
+many jobs at once (on all workers together), and within a priority the workspaces take turns
+(a workspace's n-th job, counting those it runs already, comes after every other workspace's
+(n-1)-th), so one workspace's long jobs never hold every slot and its flood never stands in
+front of another's job. Jobs of no workspace are not bounded."""
 
 from __future__ import annotations
 
@@ -24,6 +30,9 @@ from maestrale.core.uow import AfterCommit, unit_of_work
 
 logger = logging.getLogger("maestrale.jobs")
 MAX_ERROR_CHARS = 4000
+# The transaction-scoped advisory lock Postgres claims take with `per_workspace`: the running
+# counts a claim reads must not change under it (SQLite's single writer serialises them anyway).
+CLAIM_LOCK = 0x6D61657374726C  # "maestrl"
 Effects = Callable[[AsyncSession], Awaitable[None]]
 _RUNNING, _QUEUED, _CANCELLED = JobStatus.RUNNING, JobStatus.QUEUED, JobStatus.CANCELLED
 
@@ -93,11 +102,13 @@ def _if_cancel_requested(then: Any, otherwise: Any) -> Any:
 
 @dataclass
 class JobQueue:
-    """Every statement of the job queue. `backoff_base` is configurable so tests retry fast."""
+    """Every statement of the job queue. `backoff_base` is configurable so tests retry fast;
+    `per_workspace` bounds the jobs of one workspace running at once (None: unbounded)."""
 
     db: Database
     _: KW_ONLY
     lease_seconds: float = 30.0
+    per_workspace: int | None = None
     backoff_base: float = 1.0
     backoff_factor: float = 2.0
     backoff_cap: float = 300.0
@@ -182,22 +193,16 @@ class JobQueue:
             return []
         kinds, now = list(kinds), utcnow()
         async with self.db.session() as session:
+            postgres = session.get_bind().dialect.name == "postgresql"
+            if postgres and self.per_workspace is not None:
+                await session.execute(sa.select(sa.func.pg_advisory_xact_lock(CLAIM_LOCK)))
             await self._sweep_expired(session, now)
-            pick = aliased(Job)
             # A materialised CTE runs once; as `IN (subquery)` Postgres may rescan the LIMITed
             # SKIP LOCKED select per row and hand out more than `limit` jobs.
-            chosen = (
-                sa.select(pick.id)
-                .where(pick.kind.in_(kinds), _claimable(pick, now))
-                .order_by(pick.priority.desc(), pick.run_at, pick.created_at)
-                .limit(limit)
-                .with_for_update(skip_locked=True)  # rendered on Postgres only
-                .cte("chosen")
-                .prefix_with("MATERIALIZED")
-            )
+            chosen = self._choose(kinds, now, limit).cte("chosen").prefix_with("MATERIALIZED")
             # Made by the database so that each row of the UPDATE gets its own token.
             token: Any = sa.func.lower(sa.func.hex(sa.func.randomblob(16)))
-            if session.get_bind().dialect.name == "postgresql":
+            if postgres:
                 token = sa.cast(sa.func.gen_random_uuid(), sa.String)
             claimed = await session.execute(
                 _update()
@@ -226,6 +231,50 @@ class JobQueue:
             )
             jobs = [ClaimedJob(owner=owner, **row._mapping) for row in claimed.all()]
         return sorted(jobs, key=lambda job: (-job.priority, job.run_at))
+
+    def _choose(self, kinds: list[str], now: datetime, limit: int) -> Any:
+        """The ids of the jobs to claim: highest priority, then (with `per_workspace`) each
+        workspace's turn, then oldest; locked, skipping rows another transaction holds."""
+        pick = aliased(Job)
+        if self.per_workspace is None:
+            return (
+                sa.select(pick.id)
+                .where(pick.kind.in_(kinds), _claimable(pick, now))
+                .order_by(pick.priority.desc(), pick.run_at, pick.created_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)  # rendered on Postgres only
+            )
+        # Jobs each workspace runs now (a lease that expired is a job to take over, not one
+        # running), and the rank of each claimable job within its workspace. The window runs in
+        # its own CTE: Postgres refuses FOR UPDATE next to a window function.
+        live = aliased(Job)
+        running = (
+            sa.select(live.workspace_id, sa.func.count().label("jobs"))
+            .where(live.status == _RUNNING, live.lease_expires_at >= now)
+            .where(live.workspace_id.is_not(None))
+            .group_by(live.workspace_id)
+            .cte("running")
+        )
+        mine = aliased(Job)
+        rank = sa.func.row_number().over(
+            partition_by=mine.workspace_id,
+            order_by=(mine.priority.desc(), mine.run_at, mine.created_at),
+        )
+        ranked = (
+            sa.select(mine.id, rank.label("rank"))
+            .where(mine.kind.in_(kinds), _claimable(mine, now))
+            .cte("ranked")
+        )
+        turn = ranked.c.rank + sa.func.coalesce(running.c.jobs, 0)
+        return (
+            sa.select(pick.id)
+            .join(ranked, ranked.c.id == pick.id)
+            .outerjoin(running, running.c.workspace_id == pick.workspace_id)
+            .where(sa.or_(pick.workspace_id.is_(None), turn <= self.per_workspace))
+            .order_by(pick.priority.desc(), turn, pick.run_at, pick.created_at)
+            .limit(limit)
+            .with_for_update(of=pick, skip_locked=True)  # rendered on Postgres only
+        )
 
     async def _sweep_expired(self, session: AsyncSession, now: datetime) -> None:
         """Finish dead workers' jobs that must not run again (cancel requested, attempts used)."""

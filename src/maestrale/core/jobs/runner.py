@@ -50,9 +50,11 @@ async def run_worker(
     poll_seconds: float,
     stop: asyncio.Event,
     grace_seconds: float = 10.0,
+    per_workspace: int | None = None,
 ) -> None:
     """Run one worker until `stop` is set, then shut it down gracefully: running jobs get
-    `grace_seconds` to finish, then are handed back to the queue for another worker."""
+    `grace_seconds` to finish, then are handed back to the queue for another worker. A workspace
+    runs at most `per_workspace` jobs at once on all workers (None: no bound)."""
     owner = owner or default_owner()
     if not registry.kinds:
         logger.warning("worker %s has no job kinds registered: it will claim nothing", owner)
@@ -72,6 +74,7 @@ async def run_worker(
         lease_seconds=lease_seconds,
         poll_seconds=poll_seconds,
         grace_seconds=grace_seconds,
+        per_workspace=per_workspace,
     )
     await worker.run(stop)
     logger.info("worker %s stopped", owner)

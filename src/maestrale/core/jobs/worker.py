@@ -164,6 +164,7 @@ class Worker:
         poll_seconds: float,
         queue: JobQueue | None = None,
         grace_seconds: float = 10.0,
+        per_workspace: int | None = None,
     ) -> None:
         if concurrency < 1 or lease_seconds <= 0 or poll_seconds <= 0:
             raise ValueError("concurrency, lease_seconds and poll_seconds must be positive")
@@ -171,7 +172,9 @@ class Worker:
         self.concurrency, self.poll_seconds = concurrency, poll_seconds
         self.lease_seconds, self.grace_seconds = lease_seconds, grace_seconds
         base = queue or JobQueue(db)
-        self.queue = dataclasses.replace(base, lease_seconds=lease_seconds)
+        # `per_workspace`: jobs of one workspace running at once, on all workers together.
+        bound = base.per_workspace if per_workspace is None else per_workspace
+        self.queue = dataclasses.replace(base, lease_seconds=lease_seconds, per_workspace=bound)
         self._release = asyncio.Event()  # set at shutdown: handlers stop, leases go back
         self._claims = RepeatedFailure(logger, "claiming jobs failed")
 
