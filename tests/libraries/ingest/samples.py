@@ -177,6 +177,30 @@ def docx_of_paragraphs(count: int, text: str = "") -> bytes:
     return out.getvalue()
 
 
+def docx_renamed(document: bytes) -> bytes:
+    """`document` (a DOCX) with its document part moved to `word/main.bin`, where its
+    relationships send python-docx (a tiny `word/document.xml` stays, for the name's sake)."""
+    source = zipfile.ZipFile(io.BytesIO(document))
+    main = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            name = info.filename
+            if name == "word/document.xml":
+                archive.writestr("word/document.xml", b"<w:document/>")
+                name = "word/main.bin"
+            elif name == "word/_rels/document.xml.rels":
+                name = "word/_rels/main.bin.rels"
+            elif name == "_rels/.rels":
+                data = data.replace(b'Target="word/document.xml"', b'Target="word/main.bin"')
+            elif name == "[Content_Types].xml":
+                override = f'<Override PartName="/word/main.bin" ContentType="{main}"/>'
+                data = data.replace(b"</Types>", override.encode() + b"</Types>")
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
 def zip_of_many(entries: int) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:

@@ -44,6 +44,10 @@ async def test_docx_bomb_of_paragraphs_is_refused_before_it_is_parsed() -> None:
     # Under the unpacked-size bound: the element count is what stops it, well before the time.
     reason = await refused(bomb, "bomb.docx", max_elements=100_000, parse_seconds=60)
     assert reason.startswith("the DOCX document has over 100000 elements")
+    # Its parts are counted whatever their names: python-docx follows the relationships.
+    renamed = samples.docx_renamed(bomb)
+    reason = await refused(renamed, "bomb.docx", max_elements=100_000, parse_seconds=60)
+    assert reason.startswith("the DOCX document has over 100000 elements")
 
 
 async def test_flat_html_over_the_element_bound() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from typing import Any
+from typing import IO, Any
 
 from maestrale.libraries.ingest.refused import Refused
 
@@ -29,6 +29,10 @@ _HEADING = re.compile(r"^heading ([1-9])$", re.I)
 # Nested tables are read this deep; deeper ones are left out.
 _MAX_TABLE_DEPTH = 4
 _CHUNK = 1024 * 1024
+# What may come before the first `<` of XML: byte order marks (UTF-8, UTF-16), blank space,
+# and the NULs of UTF-16. Its `<` are bytes of their own in UTF-16 too (its `</` are not: end
+# tags then count as elements, more, never fewer).
+_BEFORE_XML = b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n"
 
 
 def check_unpacked_size(data: bytes, limit: int) -> None:
@@ -42,6 +46,17 @@ def check_unpacked_size(data: bytes, limit: int) -> None:
         raise Refused(f"the DOCX unpacks to {total} bytes, over the limit of {limit} (a ZIP bomb?)")
 
 
+def _xml_start(part: IO[bytes]) -> bytes:
+    """The part's first chunk if it begins as XML does, else b"" (an image, a font: no parser
+    builds a tree of it). Names do not tell: python-docx finds its parts by their relationships,
+    so a document part may be named `word/a.bin`."""
+    while chunk := part.read(_CHUNK):
+        rest = chunk.lstrip(_BEFORE_XML)
+        if rest:
+            return chunk if rest.startswith(b"<") else b""
+    return b""
+
+
 def check_elements(data: bytes, limit: int) -> None:
     """`Refused` when the XML parts of the ZIP container hold more than `limit` elements
     (start tags, counted without parsing: a tag cut between two chunks may count once more)."""
@@ -49,10 +64,9 @@ def check_elements(data: bytes, limit: int) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
-                if not info.filename.endswith((".xml", ".rels")):
-                    continue
                 with archive.open(info) as part:
-                    while chunk := part.read(_CHUNK):
+                    chunk = _xml_start(part)
+                    while chunk:
                         count += chunk.count(b"<") - chunk.count(b"</")
                         count -= chunk.count(b"<?") + chunk.count(b"<!")
                         if count > limit:
@@ -60,6 +74,7 @@ def check_elements(data: bytes, limit: int) -> None:
                                 f"the DOCX document has over {limit} elements (paragraphs, "
                                 "runs, cells...), over the bound"
                             )
+                        chunk = part.read(_CHUNK)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise Refused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
 
