@@ -185,16 +185,38 @@ def _v1(controller: str, files: tuple[str, ...]) -> str | None:
     return parent if _usable(parent, files) else None
 
 
+def _sweep(parent: str) -> None:
+    """Remove the runs' cgroups that a server process which ended abruptly left behind (empty:
+    its sandboxes died with it); named `PREFIX<pid>-<n>`, they are another live process's while
+    that pid runs."""
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for name in entries:
+        if not name.startswith(PREFIX):
+            continue
+        owner = name[len(PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(parent, name))
+
+
 def find_cgroups() -> CgroupHost | None:
     """Where this server can make the runs' cgroups, or None (see the module's docstring)."""
     shell = shutil.which("sh")
     if shell is None:
         return None
+    found = None
     v2 = _v2()
     if v2 is not None:
-        return CgroupHost(2, v2, v2, shell)
-    memory = _v1("memory", ("memory.limit_in_bytes", "memory.oom_control", "cgroup.procs"))
-    pids = _v1("pids", ("pids.max", "cgroup.procs"))
-    if memory is not None and pids is not None:
-        return CgroupHost(1, memory, pids, shell)
-    return None
+        found = CgroupHost(2, v2, v2, shell)
+    else:
+        memory = _v1("memory", ("memory.limit_in_bytes", "memory.oom_control", "cgroup.procs"))
+        pids = _v1("pids", ("pids.max", "cgroup.procs"))
+        if memory is not None and pids is not None:
+            found = CgroupHost(1, memory, pids, shell)
+    if found is not None:
+        for parent in {found.memory, found.pids}:
+            _sweep(parent)
+    return found

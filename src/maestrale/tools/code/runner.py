@@ -31,6 +31,7 @@ from maestrale.tools.code.bwrap import CODE_PATH, SCRATCH, Bubblewrap, command
 from maestrale.tools.code.cgroups import (
     EXTRA_TASKS,
     JOIN_FAILED,
+    PREFIX,
     CgroupHost,
     RunCgroup,
     find_cgroups,
@@ -371,7 +372,7 @@ class Sandbox:
             name = f"{os.getpid()}-{next(self._names)}"
             try:
                 cgroup = self.cgroups.create(
-                    f"maestrale-sandbox-{name}", limits.memory_bytes, limits.processes + EXTRA_TASKS
+                    f"{PREFIX}{name}", limits.memory_bytes, limits.processes + EXTRA_TASKS
                 )
             except OSError as exc:
                 return RunResult(
