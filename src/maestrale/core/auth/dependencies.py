@@ -16,6 +16,7 @@ from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.keys import hash_key
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.auth.repository import KeyRepository
+from maestrale.core.auth.roles import check_route_role
 from maestrale.core.db import Database
 from maestrale.core.errors import Unauthorized
 from maestrale.dependencies import app_services
@@ -66,6 +67,8 @@ async def authenticate_standard(request: HTTPConnection) -> Principal:
             "admin keys open only /v1/admin endpoints; use a workspace API key",
             code="admin_key_not_allowed",
         )
+    # Here, not on each route: every destructive route a standard key opens gets the check.
+    check_route_role(request, principal)
     request.state.principal = principal
     return principal
 

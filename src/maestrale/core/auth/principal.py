@@ -14,6 +14,10 @@ class Principal:
     workspace_id: str | None
     user_id: str | None
     expires_at: datetime | None
+    # The roles of the key's user in its workspace and its organization, as stored; None for a
+    # key with no user (it acts for the workspace itself). See `core/auth/roles.py`.
+    workspace_roles: frozenset[str] | None = None
+    organization_roles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

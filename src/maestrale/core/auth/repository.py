@@ -21,15 +21,20 @@ class KeyRepository:
 
     async def principal_for_hash(self, key_hash: str) -> Principal | None:
         """The principal of a live key: not revoked, not expired, its workspace not archived."""
+        member = (WorkspaceMember.workspace_id == ApiKey.workspace_id) & (
+            WorkspaceMember.user_id == ApiKey.user_id
+        )
         stmt = (
-            select(ApiKey, Workspace.archived_at)
+            select(ApiKey, Workspace.archived_at, WorkspaceMember.roles, User.roles)
             .outerjoin(Workspace, Workspace.id == ApiKey.workspace_id)
+            .outerjoin(WorkspaceMember, member)
+            .outerjoin(User, User.id == ApiKey.user_id)
             .where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
         )
         row = (await self.session.execute(stmt)).one_or_none()
         if row is None:
             return None
-        key, archived_at = row
+        key, archived_at, workspace_roles, organization_roles = row
         if archived_at is not None:
             return None
         if key.expires_at is not None and key.expires_at <= utcnow():
@@ -41,6 +46,8 @@ class KeyRepository:
             workspace_id=key.workspace_id,
             user_id=key.user_id,
             expires_at=key.expires_at,
+            workspace_roles=None if key.user_id is None else frozenset(workspace_roles or ()),
+            organization_roles=frozenset(organization_roles or ()),
         )
 
     async def create_key(
