@@ -34,15 +34,27 @@ from maestrale.connectors.mcp.results import (
     collect_tools,
     server_card,
     tool_result,
+    tool_result_of,
+    tools_page_of,
 )
 from maestrale.connectors.mcp.session import PooledSession, SessionKey, Transport
-from maestrale.connectors.mcp.wire import CALL_SCOPE, CallScope
+from maestrale.connectors.mcp.wire import CALL_SCOPE, OFFLOADED, CallScope, HttpWatch
 from maestrale.core.fetch import UrlNotAllowed
 
 T = TypeVar("T")
 
 _REMEMBERED_URLS = 1024
 _CLOSE_TIMEOUT = 5.0
+
+
+def _kept(watch: HttpWatch, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The result a stub names (see `wire.OFFLOADED`), or None for a result that is no stub."""
+    if not meta or OFFLOADED not in meta:
+        return None
+    kept = watch.offloaded.pop(str(meta[OFFLOADED]), None)
+    if kept is None:
+        raise McpFailure("protocol", "the MCP server's answer names no result of this call")
+    return kept
 
 
 def _digest(headers: Mapping[str, str]) -> str:
@@ -84,6 +96,9 @@ class McpClients:
             for _ in range(MAX_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 page = await session.list_tools(params=params)
+                kept = _kept(pooled.watch, page.meta)
+                if kept is not None:
+                    page = await asyncio.to_thread(tools_page_of, kept)
                 pages.append(page)
                 cursor = page.next_cursor
                 if cursor is None or cursor in seen or sum(len(p.tools) for p in pages) > MAX_TOOLS:
@@ -115,6 +130,9 @@ class McpClients:
                 params=types.CallToolRequestParams(name=name, arguments=arguments)
             )
             result = await session.send_request(request, types.CallToolResult)
+            kept = _kept(pooled.watch, result.meta)
+            if kept is not None:
+                return await asyncio.to_thread(tool_result_of, kept)
             return tool_result(result)
 
         return await self._run(server, headers, timeout, run, idempotent=False)

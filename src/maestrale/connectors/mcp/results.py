@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from maestrale.connectors.mcp.failures import McpFailure
 
@@ -115,7 +115,10 @@ def collect_tools(pages: list[types.ListToolsResult]) -> list[dict[str, Any]]:
 
 def tool_result(result: types.CallToolResult) -> ToolResult:
     """The ToolResult of a tools/call answer; McpFailure("protocol") when it is too large."""
-    content = [_wire(block) for block in result.content]
+    return _bounded([_wire(block) for block in result.content], result)
+
+
+def _bounded(content: list[dict[str, Any]], result: types.CallToolResult) -> ToolResult:
     structured = result.structured_content
     meta = result.meta
     if json_size([content, structured, meta]) > MAX_RESULT_BYTES:
@@ -128,6 +131,37 @@ def tool_result(result: types.CallToolResult) -> ToolResult:
         structured=dict(structured) if isinstance(structured, dict) else None,
         meta=dict(meta) if meta else None,
     )
+
+
+_CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
+
+
+def tool_result_of(raw: dict[str, Any]) -> ToolResult:
+    """`tool_result` of a tools/call result kept aside as parsed JSON (`wire.OFFLOADED`), in a
+    worker thread: validated block by block, each step short enough for the event loop to get
+    the GIL back in between (the SDK's one validation of the whole holds it for seconds), and
+    refused as soon as the blocks pass the size limit. ValidationError on an invalid result."""
+    envelope = types.CallToolResult.model_validate({**raw, "content": []})
+    limit = MAX_RESULT_BYTES - json_size([None, envelope.structured_content, envelope.meta])
+    content: list[dict[str, Any]] = []
+    size = 0
+    for block in raw["content"]:
+        data = _wire(_CONTENT_BLOCK.validate_python(block))
+        size += json_size(data) + 1
+        if size > limit:
+            raise McpFailure(
+                "protocol", f"the tool's result is larger than {MAX_RESULT_BYTES // 1024} KiB"
+            )
+        content.append(data)
+    return _bounded(content, envelope)
+
+
+def tools_page_of(raw: dict[str, Any]) -> types.ListToolsResult:
+    """A tools/list page kept aside as parsed JSON, validated tool by tool in a worker thread
+    (see `tool_result_of`)."""
+    page = types.ListToolsResult.model_validate({**raw, "tools": []})
+    page.tools = [types.Tool.model_validate(tool) for tool in raw["tools"]]
+    return page
 
 
 def server_card(result: types.InitializeResult, *, server: str, transport: str) -> dict[str, Any]:

@@ -7,18 +7,29 @@ The streamable HTTP transport turns an HTTP error into a synthetic JSON-RPC erro
 keeps them so a failure can be reported as "unauthorized" with its `resource_metadata`,
 "session expired" or "unreachable". Each request gets timeouts from the deadline of the call it
 belongs to, so a POST the caller gave up on cannot linger on the pooled connection forever.
+
+A large answer is never parsed on the event loop (`_OffloadingStream`): the SDK would validate it
+into pydantic models in one native call that holds the GIL, seconds for a few megabytes, during
+which the whole server stands still. Its JSON is read in a worker thread, its `result` kept aside
+(`HttpWatch.offloaded`) and the SDK handed a stub result that names it; the caller then turns
+the kept result into its answer item by item in a worker thread (`results`), where each step is
+short enough for the event loop to get the GIL back in between.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+import orjson
 
 from maestrale.connectors.http import guarded_client
 
@@ -29,6 +40,13 @@ CONNECT_TIMEOUT = 10.0
 # is sent after the deadline and must still get through.
 GRACE_SECONDS = 5.0
 DELETE_TIMEOUT = 5.0
+# An answer (a JSON body, or one event of an event stream) larger than this is parsed off the
+# event loop: below it, the SDK's own parse takes a few milliseconds.
+OFFLOAD_BYTES = 64 * 1024
+# The `_meta` key of a stub result: the token of the result kept aside.
+OFFLOADED = "io.maestrale/offloaded"
+# Results kept aside per session and not yet taken (a caller cancelled in between leaves one).
+_MAX_OFFLOADED = 64
 
 
 @dataclass
@@ -77,6 +95,14 @@ class HttpWatch:
     expired: bool = False
     transport_error: httpx2.TransportError | None = None
     on_fatal: Callable[[], None] | None = None
+    # Large results parsed off the loop, by the token their stub names (see the module doc).
+    offloaded: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+
+    def keep(self, token: str, result: dict[str, Any]) -> None:
+        """Keep `result` aside under `token`, the name its stub gives it."""
+        self.offloaded[token] = result
+        while len(self.offloaded) > _MAX_OFFLOADED:
+            self.offloaded.popitem(last=False)
 
     def saw(self, request: httpx2.Request, response: httpx2.Response, *, legacy_sse: bool) -> None:
         """Record a response; a credential refusal or an expired session ends the session, and so
@@ -132,6 +158,93 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+def _stub_of(data: bytes, token: str) -> tuple[dict[str, Any], bytes] | None:
+    """In a worker thread: the result of a JSON-RPC answer of tools/call or tools/list, and the
+    answer with a stub naming `token` in its place; None for anything else, left to the SDK as
+    it is."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    result = message.get("result")
+    if not isinstance(result, dict):
+        return None
+    if isinstance(result.get("content"), list):
+        stub: dict[str, Any] = {"content": []}
+    elif isinstance(result.get("tools"), list):
+        stub = {"tools": []}
+        if isinstance(result.get("nextCursor"), str):
+            stub["nextCursor"] = result["nextCursor"]
+    else:
+        return None
+    stub["_meta"] = {OFFLOADED: token}
+    answer = {"jsonrpc": message.get("jsonrpc"), "id": message["id"], "result": stub}
+    return result, orjson.dumps(answer)
+
+
+class _OffloadingStream(httpx2.AsyncByteStream):
+    """The answer to a POST as the SDK reads it, with a large result swapped for a stub (see the
+    module doc): the whole body of a JSON answer, each event of an event stream."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, watch: HttpWatch, *, sse: bool) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._sse = sse
+
+    async def _swapped(self, data: bytes) -> bytes | None:
+        if len(data) <= OFFLOAD_BYTES:
+            return None
+        token = secrets.token_urlsafe(16)
+        found = await asyncio.to_thread(_stub_of, data, token)
+        if found is None:
+            return None
+        result, stub = found
+        self._watch.keep(token, result)
+        return stub
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if not self._sse:
+            body = b"".join([chunk async for chunk in self._inner])
+            yield await self._swapped(body) or body
+            return
+        # Events end with a blank line; lines end with CRLF, LF or CR (made LF here, each chunk
+        # once: a CR last may be the first half of a CRLF, so it waits for the next chunk).
+        pending = bytearray()
+        scanned = 0
+        carried = b""
+        async for received in self._inner:
+            chunk = carried + received
+            carried = b"\r" if chunk.endswith(b"\r") else b""
+            pending += (
+                chunk[: len(chunk) - len(carried)].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            )
+            while (end := pending.find(b"\n\n", max(scanned - 1, 0))) >= 0:
+                event = bytes(pending[:end])
+                del pending[: end + 2]
+                scanned = 0
+                yield await self._event(event) + b"\n\n"
+            scanned = len(pending)
+        pending += b"\n" if carried else b""
+        if pending:
+            yield bytes(pending)
+
+    async def _event(self, event: bytes) -> bytes:
+        lines = event.split(b"\n")
+        data = [line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:")]
+        if sum(len(part) for part in data) <= OFFLOAD_BYTES:
+            return event
+        swapped = await self._swapped(b"\n".join(data))
+        if swapped is None:
+            return event
+        kept = [line for line in lines if not line.startswith(b"data:")]
+        return b"\n".join([*kept, b"data: " + swapped])
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class WatchedTransport(httpx2.AsyncBaseTransport):
     """Wraps the guarded transport: per-call timeouts, the watch, the size limit of answers."""
 
@@ -157,9 +270,14 @@ class WatchedTransport(httpx2.AsyncBaseTransport):
             # Only POSTs: a GET is the session's event stream, as long as the session.
             encoding = response.headers.get("content-encoding", "identity").strip().lower()
             assert isinstance(response.stream, httpx2.AsyncByteStream)
-            response.stream = _CappedStream(
-                response.stream, scope, encoded=encoding not in ("", "identity")
-            )
+            capped = _CappedStream(response.stream, scope, encoded=encoding not in ("", "identity"))
+            media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+            if media in ("application/json", "text/event-stream"):
+                response.stream = _OffloadingStream(
+                    capped, self._watch, sse=media == "text/event-stream"
+                )
+            else:
+                response.stream = capped
         return response
 
     async def aclose(self) -> None:
