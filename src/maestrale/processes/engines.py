@@ -9,7 +9,9 @@ gateway, so the e5 weights they use are the hub's anyway). Tesseract runs as a p
 per page already, and the builtin and upstream engines hold nothing heavy.
 
 A model is loaded once, in the supervisor, whatever the number of server processes, and its
-work queue is the machine's: one serial worker per model, as with one process.
+work queue is the machine's: one serial worker per model, as with one process. Each call carries
+its caller's fair share (`maestrale.core.fair`: workspace and class), so that the hub's queue
+serves workspaces in turn and interactive calls first, as a process's own would.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from maestrale.catalog.config import ModelSpec
+from maestrale.core.fair import Share, current, reset_current, set_current
 from maestrale.engines.registry import EngineFactory, EngineRegistry, EngineUnavailable
 from maestrale.processes.client import HubClient
 
@@ -82,19 +85,23 @@ class EngineHost:
             raise LookupError(f"model {model!r} is not hosted")
         return resolved.engine
 
-    async def call(self, model: str, method: str, request: Any) -> Any:
+    async def call(self, model: str, method: str, request: Any, share: Share | None = None) -> Any:
         if method not in CALLS:
             raise LookupError(f"{method!r} is not an engine call")
-        return await getattr(self._engine(model), method)(request)
+        shared = set_current(share or Share())
+        try:
+            return await getattr(self._engine(model), method)(request)
+        finally:
+            reset_current(shared)
 
     def stream(self, args: tuple[Any, ...], feed: asyncio.Queue[Any]) -> AsyncIterator[Any]:
-        model, method, request = args
+        model, method, request, *rest = args
         if method not in STREAMS:
             raise LookupError(f"{method!r} is not an engine stream")
         if method in FED:
             request = replace(request, **{FED[method]: feed})
         items: AsyncIterator[Any] = getattr(self._engine(model), method)(request)
-        return items
+        return _shared(items, rest[0] if rest else Share())
 
     async def aclose(self) -> None:
         await self.registry.aclose()
@@ -111,9 +118,28 @@ class RemoteEngine:
         """The hub closes the engine itself."""
 
 
+async def _shared(items: AsyncIterator[Any], share: Share) -> AsyncIterator[Any]:
+    """`items` started under `share`: a local engine queues a stream on its first item."""
+    try:
+        shared = set_current(share)
+        try:
+            first = await anext(items)
+        except StopAsyncIteration:
+            return
+        finally:
+            reset_current(shared)
+        yield first
+        async for item in items:
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def _call(method: str) -> Callable[..., Any]:
     async def call(self: RemoteEngine, request: Any) -> Any:
-        return await self._client.call("engine.call", self._model, method, request)
+        return await self._client.call("engine.call", self._model, method, request, current())
 
     call.__name__ = method
     return call
@@ -124,10 +150,11 @@ def _stream(method: str) -> Callable[..., AsyncIterator[Any]]:
 
     def stream(self: RemoteEngine, request: Any) -> AsyncIterator[Any]:
         if field_name is None:
-            return self._client.stream("engine.stream", self._model, method, request)
+            return self._client.stream("engine.stream", self._model, method, request, current())
         feed = getattr(request, field_name)
         sent = replace(request, **{field_name: None})
-        return self._client.stream("engine.stream", self._model, method, sent, feed=feed)
+        share = current()
+        return self._client.stream("engine.stream", self._model, method, sent, share, feed=feed)
 
     stream.__name__ = method
     return stream
