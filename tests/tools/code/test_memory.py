@@ -11,12 +11,14 @@ seccomp filter refuses memory files).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 
 import pytest
 
 from maestrale.tools.code.bwrap import find_bwrap
+from maestrale.tools.code.cgroups import PREFIX
 from maestrale.tools.code.runner import Limits, RunResult, Sandbox
 from maestrale.tools.code.runtime import find_runtime
 from tests.tools.code.support import requires_bwrap
@@ -123,3 +125,7 @@ async def test_four_runs_at_once_hold_at_most_four_limits(sandbox: Sandbox) -> N
         assert result.limits[:1] == ["memory"], (result.limits, result.stdout, result.stderr)
     # Other processes of the machine may hold a little more meanwhile: a 16 MiB margin.
     assert peak - before <= 4 * LIMITS.memory_bytes + 16 * MIB, (peak - before) / MIB
+    if sandbox.cgroups is not None:  # the runs' cgroups are gone with them
+        ours = f"{PREFIX}{os.getpid()}-"
+        for parent in {sandbox.cgroups.memory, sandbox.cgroups.pids}:
+            assert not [name for name in os.listdir(parent) if name.startswith(ours)]
