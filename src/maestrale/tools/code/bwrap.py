@@ -4,8 +4,9 @@ sandbox.
 Every sandbox gets new user, pid, network, ipc, uts and (where possible) cgroup namespaces, no
 capabilities, a fresh /proc and a minimal /dev, a read-only root holding only the Python runtime
 (see `runtime.py`), size-limited tmpfs mounts for the scratch directory, /tmp and /dev/shm, and
-an empty environment. bwrap runs with an empty environment too: its own process is the
-sandbox's pid 1, whose /proc/1/environ the code could otherwise read.
+an empty environment, and the seccomp filter of `seccomp.py` (`--seccomp`). bwrap runs with an
+empty environment too: its own process is the sandbox's pid 1, whose /proc/1/environ the code
+could otherwise read.
 
 RLIMIT_NPROC does not hold for processes of the host's root (the kernel exempts uid 0 whatever
 the user namespace): a server running as root starts bwrap as an unprivileged uid
