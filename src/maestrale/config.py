@@ -212,6 +212,11 @@ class Settings(OutageSettings):
     connector_tools_ttl_seconds: float = Field(
         default=300.0, ge=0, description="how long a connector's tool list is answered from cache"
     )
+    connector_oauth_return_origins: list[str] = Field(
+        default_factory=list,
+        description="origins (scheme://host[:port]) a connector's OAuth2 authorization may send"
+        " the browser back to (`app_return_url`), besides this server's own",
+    )
     # The web_search / web_search_premium tools (see maestrale.tools.web).
     web_search_url: str | None = Field(
         default=None,
@@ -330,10 +335,6 @@ class Settings(OutageSettings):
     code_interpreter_concurrency: int = Field(
         default=4, ge=1, le=256, description="runs at once in a process (more wait their turn)"
     )
-    code_interpreter_sandbox_uid: int = Field(
-        default=65534,
-        ge=1,
-        description="uid (and gid) bwrap runs as when the server runs as root (the kernel does"
     code_interpreter_concurrency_per_workspace: int = Field(
         default=3, ge=1, le=256, description="runs of one workspace at once (a slot stays free for"
         " others); waiting runs take turns between workspaces"
@@ -341,6 +342,10 @@ class Settings(OutageSettings):
     code_interpreter_queue_seconds: float = Field(
         default=60.0, gt=0, description="a run waiting longer for a slot fails with a clear error"
     )
+    code_interpreter_sandbox_uid: int = Field(
+        default=65534,
+        ge=1,
+        description="uid (and gid) bwrap runs as when the server runs as root (the kernel does"
         " not apply RLIMIT_NPROC to root)",
     )
     temporal_address: str | None = Field(
