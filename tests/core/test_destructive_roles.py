@@ -32,6 +32,7 @@ def routes(app: FastAPI) -> Iterator[tuple[str, str]]:
     """(method, path template) of every HTTP route, as served (router prefixes included)."""
     for route in app.router.routes:
         contexts: Any = getattr(route, "effective_route_contexts", None)
+        context: Any
         for context in contexts() if contexts else [route]:
             for method in getattr(context, "methods", None) or ():
                 yield method, context.path
