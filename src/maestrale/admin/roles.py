@@ -2,8 +2,8 @@
 
 A role is written by name (`role_names`, `organization_admin`), by UUID (`roles`, the values the
 platform's reference lists) or by a legacy one-letter code (`role`: A, M, B). Rows store names;
-responses give UUIDs in `raw_roles`. Roles are recorded, listed and managed; Maestrale does not
-(yet) restrict what a standard key may do by its user's workspace role.
+responses give UUIDs in `raw_roles`. Roles are recorded, listed and managed; a standard key's
+destructive routes check its user's roles (`maestrale.core.auth.roles`).
 """
 
 from __future__ import annotations
