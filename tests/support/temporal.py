@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+# The namespace the server starts with; each workspace's is `<NAMESPACE>-<workspace id>`.
 NAMESPACE = "mistral-workflows"
 
 

@@ -163,11 +163,13 @@ class WorkerProxy:
 
 @contextlib.asynccontextmanager
 async def serve_worker_proxy(
-    engine: TemporalEngine, resolve: KeyResolver, host: str, port: int
+    engine: TemporalEngine, resolve: KeyResolver, host: str, port: int, *, shared: bool = False
 ) -> AsyncIterator[int]:
-    """Serve the proxy on `host:port` (0: a free port) for the block; yields the bound port."""
+    """Serve the proxy on `host:port` (0: a free port) for the block; yields the bound port.
+    `shared`: the processes of one `serve` all listen on the port (SO_REUSEPORT); otherwise a
+    port another program holds is an error, not a port silently split with it."""
     proxy = WorkerProxy(engine, resolve)
-    server = aio.server(options=_SERVER_OPTIONS)
+    server = aio.server(options=(*_SERVER_OPTIONS, ("grpc.so_reuseport", int(shared))))
     server.add_generic_rpc_handlers((proxy.handler(),))
     try:
         bound = server.add_insecure_port(_join(host, port))

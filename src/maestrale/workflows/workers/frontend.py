@@ -43,7 +43,14 @@ async def start_worker_proxy(stack: contextlib.AsyncExitStack, services: Service
     host = settings.temporal_proxy_host or settings.host
     try:
         port = await stack.enter_async_context(
-            serve_worker_proxy(engine, resolve, host, settings.temporal_proxy_port)
+            # The processes of `serve --workers N` (each with the supervisor's hub) share it.
+            serve_worker_proxy(
+                engine,
+                resolve,
+                host,
+                settings.temporal_proxy_port,
+                shared=settings.hub_socket is not None,
+            )
         )
     except OSError as exc:
         log.error(
