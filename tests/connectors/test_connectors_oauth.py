@@ -25,6 +25,14 @@ def _local(url: str) -> str:
     return f"{parts.path}?{parts.query}"
 
 
+async def start_in(browser: httpx.AsyncClient, auth_url: str) -> str:
+    """Open a connector's `auth_url` in `browser` (a client that keeps cookies): the
+    authorization server's URL it is sent on to."""
+    started = await browser.get(_local(auth_url))
+    assert started.status_code == 302, started.text
+    return started.headers["location"]
+
+
 async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
     conn_app: FastAPI, conn_client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -45,14 +53,16 @@ async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
         )
         assert got.status_code == 200, got.text
         auth_url, ttl = got.json()["auth_url"], got.json()["ttl"]
-        assert ttl > 0 and auth_url.startswith(auth.issuer)
-        query = parse_qs(urlsplit(auth_url).query)
+        assert ttl > 0 and auth_url.startswith("http://test/v1/connectors/oauth2/start?")
+        authorize = await start_in(conn_client, auth_url)
+        assert authorize.startswith(auth.issuer)
+        query = parse_qs(urlsplit(authorize).query)
         assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == [
             "http://test/v1/connectors/oauth2/callback"
         ]
         assert auth.store.registrations == 1  # no client was given: registered dynamically
 
-        back = await approve_in_browser(auth_url)
+        back = await approve_in_browser(authorize)
         tampered = _local(back).replace("state=", "state=x")
         assert (await conn_client.get(tampered)).status_code == 400
         done = await conn_client.get(_local(back))
@@ -111,7 +121,7 @@ async def test_a_denied_authorization_stores_nothing(
             "/v1/connectors", json={"name": "denied", "description": "d", "server": url}
         )
         auth_url = (await conn_client.get("/v1/connectors/denied/auth_url")).json()["auth_url"]
-        back = await approve_in_browser(auth_url, decision="deny")
+        back = await approve_in_browser(await start_in(conn_client, auth_url), decision="deny")
         answer = await conn_client.get(_local(back))
         assert answer.status_code == 400 and answer.json()["code"] == "oauth_denied"
         listed = (await conn_client.get("/v1/connectors/denied/user/credentials")).json()

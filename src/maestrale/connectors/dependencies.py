@@ -27,6 +27,7 @@ def connector_settings(services: Services) -> ConnectorSettings:
         allow_private=settings.connector_allow_private,
         tool_timeout=settings.connector_tool_timeout_seconds,
         tools_ttl=settings.connector_tools_ttl_seconds,
+        return_origins=tuple(settings.connector_oauth_return_origins),
     )
 
 

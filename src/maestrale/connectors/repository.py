@@ -252,6 +252,18 @@ class ConnectorRepository:
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    async def swap_credential(
+        self, credential_id: str, version: int, values: dict[str, Any]
+    ) -> bool:
+        """Write `values` over the credentials at `version` only; False when they moved."""
+        result = await self.session.execute(
+            update(ConnectorCredential)
+            .where(ConnectorCredential.id == credential_id, ConnectorCredential.version == version)
+            .values(**values, version=version + 1)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
     async def credential(self, credential_id: str) -> ConnectorCredential | None:
         return await self.session.get(ConnectorCredential, credential_id)
 

@@ -9,7 +9,13 @@ import orjson
 from fastapi import Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from maestrale.connectors.authorization import complete
+from maestrale.connectors.authorization import (
+    CALLBACK_PATH,
+    COOKIE_PREFIX,
+    STATE_TTL,
+    begin,
+    complete,
+)
 from maestrale.connectors.dependencies import (
     Authorization,
     Service,
@@ -92,6 +98,29 @@ async def create_connector(body: ConnectorCreate, service: Service, tools: Tools
     return _json(await service.describe(await service.row(row.id)), 201)
 
 
+@router.get("/oauth2/start", include_in_schema=False)
+async def oauth_start(
+    request: Request, services: AppServices, flow: str = Query(max_length=8192)
+) -> Response:
+    """The `auth_url` of a connector, opened in the user's browser: sends it on to the
+    authorization server, and leaves it the cookie that the redirect back must bring (the flow
+    is bound to this browser)."""
+    url, cookie, value = begin(runtime_of(services).box, flow)
+    response = RedirectResponse(url, status_code=302)
+    response.set_cookie(
+        cookie,
+        value,
+        max_age=STATE_TTL,
+        path=CALLBACK_PATH,
+        secure=base_url(request).startswith("https://"),
+        httponly=True,
+        # Lax: the cookie rides the authorization server's redirect back (a top-level GET).
+        samesite="lax",
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @router.get("/oauth2/callback", include_in_schema=False)
 async def oauth_callback(
     request: Request,
@@ -102,7 +131,9 @@ async def oauth_callback(
     error: str | None = Query(default=None, max_length=512),
 ) -> Response:
     """The redirect of a connector's OAuth2 authorization: exchanges the code and stores the
-    tokens (its `state` says for whom; no key is needed)."""
+    tokens (its `state` says for whom, the browser's cookie that it started the flow; no key
+    is needed)."""
+    cookies = {k: v for k, v in request.cookies.items() if k.startswith(COOKIE_PREFIX)}
     name, back = await complete(
         runtime_of(services).box,
         service_factory(services, work),
@@ -110,13 +141,20 @@ async def oauth_callback(
         state=state,
         code=code,
         error=error,
+        cookies=cookies,
+        base_url=base_url(request),
     )
+    response: Response
     if back:
-        return RedirectResponse(back, status_code=302)
-    return HTMLResponse(
-        f"<!doctype html><title>Connected</title><p>Connector <b>{_html(name)}</b> is "
-        "authorized. You can close this window.</p>"
-    )
+        response = RedirectResponse(back, status_code=302)
+    else:
+        response = HTMLResponse(
+            f"<!doctype html><title>Connected</title><p>Connector <b>{_html(name)}</b> is "
+            "authorized. You can close this window.</p>"
+        )
+    for cookie in cookies:  # the flow is over: its cookie is of no more use
+        response.delete_cookie(cookie, path=CALLBACK_PATH)
+    return response
 
 
 def _html(text: str) -> str:

@@ -44,6 +44,16 @@ class ConnectorSettings:
     allow_private: bool
     tool_timeout: float
     tools_ttl: float
+    # Origins an OAuth2 authorization may send the browser back to (`app_return_url`), besides
+    # the server's own.
+    return_origins: tuple[str, ...] = ()
+
+
+class CredentialsMoved(BadRequest):
+    """Credentials changed since an OAuth2 authorization started: it was completed already (a
+    `state` is good once), or another one was completed first."""
+
+    code = "oauth_state_used"
 
 
 class ConnectorService:
@@ -298,13 +308,18 @@ class ConnectorService:
         *,
         title: str | None = None,
         is_default: bool | None = None,
+        expected_version: int | None = None,
     ) -> None:
         """Create or replace the caller's credentials `name` at `scope` (sealed). The first
-        credentials of a level are its default."""
+        credentials of a level are its default. With `expected_version` (0: none yet), only over
+        the credentials at that version, else CredentialsMoved and nothing is written."""
         scope_id = await self._level(scope, "manage credentials")
         self.runtime.forget()
         others = await self.repo.credentials(connector_id, [(scope, scope_id)])
         existing = next((c for c in others if c.name == name), None)
+        current = existing.version if existing is not None else 0
+        if expected_version is not None and current != expected_version:
+            raise _moved()
         if is_default:
             await self.repo.clear_default(connector_id, scope, scope_id)
         values: dict[str, Any] = {
@@ -320,7 +335,7 @@ class ConnectorService:
         if is_default is not None or existing is None:
             values["is_default"] = bool(is_default) or not others
         if existing is None:
-            await self.repo.add_credential(
+            await self._add_credential(
                 ConnectorCredential(
                     id=new_id(),
                     connector_id=connector_id,
@@ -331,13 +346,35 @@ class ConnectorService:
                     version=1,
                     created_at=values["updated_at"],
                     **values,
-                )
+                ),
+                racing=expected_version is not None,
             )
+            return
+        if expected_version is not None:
+            # Compare and swap: another callback of the same state may be between its read and
+            # its write too.
+            if not await self.repo.swap_credential(existing.id, expected_version, values):
+                raise _moved()
+            self.session.expire(existing)  # read again, with what was just written
             return
         for key, value in values.items():
             setattr(existing, key, value)
         existing.version += 1
         await self.session.flush()
+
+    async def credential_version(self, connector_id: str, scope: str, name: str) -> int:
+        """The version of the caller's credentials `name` at `scope`, 0 when there are none."""
+        rows = await self.repo.credentials(connector_id, [(scope, self._scope_id(scope))])
+        return next((c.version for c in rows if c.name == name), 0)
+
+    async def _add_credential(self, row: ConnectorCredential, *, racing: bool) -> None:
+        try:
+            await self.repo.add_credential(row)
+        except IntegrityError:
+            if not racing:
+                raise
+            await self.session.rollback()
+            raise _moved() from None
 
     async def list_credentials(
         self, id_or_name: str, scope: str, auth_type: str | None, fetch_default: bool
@@ -502,6 +539,13 @@ def _tokens(given: dict[str, Any]) -> Tokens:
         refresh_token=given.get("refresh_token"),
         expires_at=expires_at,
         scope=given.get("scope"),
+    )
+
+
+def _moved() -> CredentialsMoved:
+    return CredentialsMoved(
+        "this authorization was completed already, or the credentials changed since it "
+        "started; start the sign-in again"
     )
 
 

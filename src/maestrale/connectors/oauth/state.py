@@ -23,19 +23,24 @@ class InvalidState(BadRequest):
     code = "invalid_oauth_state"
 
 
-def seal_state(box: SecretBox, payload: dict[str, Any], ttl_seconds: int) -> str:
-    """`payload` (JSON-serialisable) sealed into a URL-safe state valid for `ttl_seconds`."""
+def seal_state(
+    box: SecretBox, payload: dict[str, Any], ttl_seconds: float, *, purpose: str = PURPOSE
+) -> str:
+    """`payload` (JSON-serialisable) sealed into a URL-safe state valid for `ttl_seconds`;
+    `purpose` keeps one kind of sealed value from being taken for another."""
     if ttl_seconds <= 0:
         raise ValueError("a state needs a positive lifetime")
-    return box.seal_json({"exp": time.time() + ttl_seconds, "payload": payload}, PURPOSE)
+    return box.seal_json({"exp": time.time() + ttl_seconds, "payload": payload}, purpose)
 
 
-def open_state(box: SecretBox, state: str, *, now: float | None = None) -> dict[str, Any]:
+def open_state(
+    box: SecretBox, state: str, *, now: float | None = None, purpose: str = PURPOSE
+) -> dict[str, Any]:
     """The payload sealed in `state`; InvalidState when it does not open or has expired."""
     if len(state) > MAX_STATE:  # it comes from the callback's query: anyone can send anything
         raise InvalidState("the authorization state is not valid; start the sign-in again")
     try:
-        sealed = box.open_json(state, PURPOSE)
+        sealed = box.open_json(state, purpose)
     except (SecretUnreadable, ValueError):
         # ValueError: orjson's decode error, for a value that opened but is not JSON (it cannot
         # happen without the key, but an error here must stay a 400).
