@@ -58,7 +58,7 @@ def auth_headers(path: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {API_KEY}"}
 
 
-def budget(max_examples: int, *, shrink: bool = True) -> Any:
+def budget(max_examples: int, *, shrink: bool = True) -> settings:
     """Hypothesis' settings of a fuzz: `max_examples` cases a test, no deadline (CI machines are
     shared), derandomized and without the example database, so that CI sends the same requests
     on every run. Without `shrink`, a failure is reported as found (shrinking a request through
