@@ -96,12 +96,14 @@ class E5Engine:
         vectors: list[list[float]] = []
         tokens = 0
         async with self._worker.admission():
-            model = await self._worker.turn(self._loaded, share)
+            if not inputs:
+                await self._worker.turn(self._loaded, share)
             # A turn per batch: another tenant's call (or an interactive one) waits for one batch
-            # of this request, not for all of it. A cancelled caller stops between batches.
+            # of this request, not for all of it. A cancelled caller stops between batches. The
+            # model is looked up inside the turn: a separate turn would let a batch in between.
             for start in range(0, len(inputs), self._batch_size):
                 batch = inputs[start : start + self._batch_size]
-                more, counted = await self._worker.turn(partial(self._encode, model, batch), share)
+                more, counted = await self._worker.turn(partial(self._encode, batch), share)
                 vectors.extend(more)
                 tokens += counted
         return EmbeddingResult(vectors=vectors, usage=Usage(prompt_tokens=tokens))
@@ -123,7 +125,8 @@ class E5Engine:
             self._model = model
         return self._model
 
-    def _encode(self, model: Any, batch: list[str]) -> tuple[list[list[float]], int]:
+    def _encode(self, batch: list[str]) -> tuple[list[list[float]], int]:
+        model = self._loaded()
         # A list, even of one text, so that the engine always returns a 2-D array.
         matrix = np.asarray(model.encode(batch, self._is_query), dtype=np.float32)
         tokens = sum(model.token_count(text, self._is_query) for text in batch)
