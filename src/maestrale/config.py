@@ -80,8 +80,11 @@ class Settings(OutageSettings):
     worker: bool = Field(default=True, description="run the in-process job worker in `serve`")
     worker_concurrency: int = Field(default=4, ge=1, le=256)
     jobs_per_workspace: int = Field(
-        default=3, ge=1, le=4096, description="jobs of one workspace running at once on all"
-        " workers together; workspaces take turns for the rest"
+        default=3,
+        ge=1,
+        le=4096,
+        description="jobs of one workspace running at once on all"
+        " workers together; workspaces take turns for the rest",
     )
     job_lease_seconds: float = Field(default=30.0, gt=0)
     job_poll_seconds: float = Field(default=0.5, gt=0)
@@ -162,8 +165,10 @@ class Settings(OutageSettings):
         default=300, ge=0, description="scanned pages of a library document recognised at most"
     )
     library_parse_memory_bytes: int = Field(
-        default=1024 * 1024 * 1024, ge=64 * 1024 * 1024, description="address space of the"
-        " process parsing one DOCX, HTML, Markdown or text document (RLIMIT_AS)"
+        default=1024 * 1024 * 1024,
+        ge=64 * 1024 * 1024,
+        description="address space of the"
+        " process parsing one DOCX, HTML, Markdown or text document (RLIMIT_AS)",
     )
     library_parse_seconds: float = Field(
         default=120.0, gt=0, description="CPU and wall-clock time parsing one such document"
@@ -336,8 +341,11 @@ class Settings(OutageSettings):
         default=4, ge=1, le=256, description="runs at once in a process (more wait their turn)"
     )
     code_interpreter_concurrency_per_workspace: int = Field(
-        default=3, ge=1, le=256, description="runs of one workspace at once (a slot stays free for"
-        " others); waiting runs take turns between workspaces"
+        default=3,
+        ge=1,
+        le=256,
+        description="runs of one workspace at once (a slot stays free for"
+        " others); waiting runs take turns between workspaces",
     )
     code_interpreter_queue_seconds: float = Field(
         default=60.0, gt=0, description="a run waiting longer for a slot fails with a clear error"
