@@ -22,6 +22,7 @@ process of the sandbox is born inside it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import shutil
@@ -37,6 +38,14 @@ JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift;
 JOIN_FAILED = 125
 # Beyond the run's processes: the launcher and bwrap (bwrap forks once before the launcher).
 EXTRA_TASKS = 4
+# One sequence for the whole process: each Sandbox (one per runtime, and several may be prepared
+# at once) names its runs from it, so two runs never ask for the same cgroup.
+_RUNS = itertools.count()
+
+
+def run_name() -> str:
+    """A name for a run's cgroup, unique on the host while this process lives."""
+    return f"{PREFIX}{os.getpid()}-{next(_RUNS)}"
 
 
 @dataclass(frozen=True, slots=True)

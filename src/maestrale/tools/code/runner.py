@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 import os
@@ -31,10 +30,10 @@ from maestrale.tools.code.bwrap import CODE_PATH, SCRATCH, Bubblewrap, command
 from maestrale.tools.code.cgroups import (
     EXTRA_TASKS,
     JOIN_FAILED,
-    PREFIX,
     CgroupHost,
     RunCgroup,
     find_cgroups,
+    run_name,
 )
 from maestrale.tools.code.runtime import PythonRuntime
 
@@ -332,7 +331,6 @@ class Sandbox:
         self.runtime = runtime
         self.cgroups: CgroupHost | None = find_cgroups() if kernel_limits else None
         self.seccomp = seccomp.program(memory_counted=self.cgroups is not None)
-        self._names = itertools.count()
 
     def tmpfs_bytes(self, limits: Limits) -> int:
         """The size of each of the sandbox's three tmpfs mounts: the scratch size, cut where no
@@ -369,10 +367,9 @@ class Sandbox:
         cgroup = None
         oom = False
         if self.cgroups is not None:
-            name = f"{os.getpid()}-{next(self._names)}"
             try:
                 cgroup = self.cgroups.create(
-                    f"{PREFIX}{name}", limits.memory_bytes, limits.processes + EXTRA_TASKS
+                    run_name(), limits.memory_bytes, limits.processes + EXTRA_TASKS
                 )
             except OSError as exc:
                 return RunResult(
