@@ -48,34 +48,6 @@ def tools_server() -> Iterator[tuple[str, ServerProbe]]:
         yield served
 
 
-async def member_key(
-    app: FastAPI,
-    email: str,
-    *,
-    workspace_roles: list[str],
-    org_roles: tuple[str, ...] = ("member",),
-) -> str:
-    """The standard key of a new user of the default organization, member of its default
-    workspace with `workspace_roles`."""
-    from maestrale.core.auth.repository import KeyRepository, TenancyRepository
-
-    db = app.state.services.db
-    async with db.session() as session:
-        tenancy = TenancyRepository(session)
-        ws = await tenancy.default_workspace()
-        assert ws is not None
-        user = await tenancy.create_user(ws.organization_id, email, list(org_roles))
-        await tenancy.add_member(ws.id, user.id, workspace_roles)
-        _, key = await KeyRepository(session).create_key(
-            kind="standard",
-            organization_id=ws.organization_id,
-            workspace_id=ws.id,
-            user_id=user.id,
-            name=email,
-        )
-    return str(key)
-
-
 # The servers of the OAuth2 tests: the test authorization server, an MCP server behind a Bearer
 # guard, and a hostile server whose answers each test sets.
 

@@ -17,9 +17,8 @@ from sqlalchemy import select
 from maestrale.app import create_app
 from maestrale.connectors.tables import Connector, ConnectorActivation, ConnectorCredential
 from maestrale.core.auth.repository import KeyRepository, TenancyRepository
-from tests.connectors.conftest import member_key
 from tests.support import app_fixtures
-from tests.support.app_fixtures import create_tenant, make_client
+from tests.support.app_fixtures import create_tenant, make_client, member_key
 from tests.support.mcp_servers import ServerProbe
 
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from maestrale.core.auth.repository import KeyRepository, TenancyRepository
-from tests.support.app_fixtures import make_client
+from tests.support.app_fixtures import make_client, member_key
 
 # What a route's last segment says when it removes, stops or hides something (broader than
 # today's routes, so that a new one is caught).
@@ -49,24 +48,6 @@ def destructive(app: FastAPI) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-async def member_key(app: FastAPI, email: str, roles: list[str]) -> str:
-    """A key of a new user of the default workspace with these workspace roles."""
-    async with app.state.services.db.session() as session:
-        tenancy = TenancyRepository(session)
-        ws = await tenancy.default_workspace()
-        assert ws is not None
-        user = await tenancy.create_user(ws.organization_id, email, ["member"])
-        await tenancy.add_member(ws.id, user.id, roles)
-        _, key = await KeyRepository(session).create_key(
-            kind="standard",
-            organization_id=ws.organization_id,
-            workspace_id=ws.id,
-            user_id=user.id,
-            name=email,
-        )
-    return key
-
-
 def concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "x", path)
 
@@ -82,8 +63,10 @@ async def test_every_destructive_route_needs_a_role_with_shared_resources(app: F
         ("POST", "/v1/batch/jobs/{job_id}/cancel"),
     ):
         assert expected in found
-    user = await member_key(app, "user@example.com", ["user"])
-    contributor = await member_key(app, "contributor@example.com", ["workspace_contributor"])
+    user = await member_key(app, "user@example.com", workspace_roles=["user"])
+    contributor = await member_key(
+        app, "contributor@example.com", workspace_roles=["workspace_contributor"]
+    )
     async with make_client(app, user) as plain, make_client(app, contributor) as allowed:
         for method, path in found:
             url = concrete(path)
@@ -102,8 +85,8 @@ async def test_a_user_cannot_delete_a_workspace_library_a_contributor_can(
     created = await client.post("/v1/libraries", json={"name": "shared", "owner_type": "Workspace"})
     assert created.status_code in (200, 201), created.text
     library = created.json()["id"]
-    user = await member_key(app, "user@example.com", ["user"])
-    contributor = await member_key(app, "contributor@example.com", ["contributor"])
+    user = await member_key(app, "user@example.com", workspace_roles=["user"])
+    contributor = await member_key(app, "contributor@example.com", workspace_roles=["contributor"])
     async with make_client(app, user) as plain, make_client(app, contributor) as allowed:
         refused = await plain.delete(f"/v1/libraries/{library}")
         assert refused.status_code == 403

@@ -105,6 +105,31 @@ async def create_tenant(db: Database, name: str = "other") -> TenantKey:
         return TenantKey(Tenant(org.id, ws.id), key)
 
 
+async def member_key(
+    app: FastAPI,
+    email: str,
+    *,
+    workspace_roles: list[str],
+    org_roles: tuple[str, ...] = ("member",),
+) -> str:
+    """The standard key of a new user of the default organization, member of its default
+    workspace with `workspace_roles`."""
+    async with app.state.services.db.session() as session:
+        tenancy = TenancyRepository(session)
+        ws = await tenancy.default_workspace()
+        assert ws is not None
+        user = await tenancy.create_user(ws.organization_id, email, list(org_roles))
+        await tenancy.add_member(ws.id, user.id, workspace_roles)
+        _, key = await KeyRepository(session).create_key(
+            kind="standard",
+            organization_id=ws.organization_id,
+            workspace_id=ws.id,
+            user_id=user.id,
+            name=email,
+        )
+    return str(key)
+
+
 @pytest.fixture
 async def tenant(app: FastAPI) -> Tenant:
     """The bootstrap workspace, whose key is API_KEY."""
