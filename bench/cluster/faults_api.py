@@ -63,8 +63,16 @@ async def replica_kill(bench: Bench) -> FaultReport:
     cluster, params = bench.cluster, bench.params
     victim = cluster.replicas[len(cluster.replicas) // 2]
 
+    # When the victim was last seen other than UP, from the start of that look: HAProxy may mark
+    # it UP any moment after, so only a call that started before then was sent to it while out.
+    last_out = [0.0]
+
     def victim_state() -> str:
-        return cluster.haproxy_servers().get(victim, "?")
+        looked = now()
+        state = cluster.haproxy_servers().get(victim, "?")
+        if not state.startswith("UP"):
+            last_out[0] = looked
+        return state
 
     t0 = now()
     await asyncio.sleep(params.settle)
@@ -107,7 +115,8 @@ async def replica_kill(bench: Bench) -> FaultReport:
     )
     if down_at is not None:
         report.recovery = down_at - t_kill
-    dead = [c for c in calls if c.served_by == victim and t_kill < c.start < (up_at or now())]
+    out_until = last_out[0] if up_at is not None else now()
+    dead = [c for c in calls if c.served_by == victim and t_kill < c.start < out_until]
     report.claim("nothing is sent to it until it is UP again", not dead, describe(dead, t_kill))
     report.claim(
         "it rejoins once restarted",
@@ -144,8 +153,16 @@ async def replica_stop(bench: Bench) -> FaultReport:
     victim = cluster.replicas[0]
     proc = cluster.procs[victim]
 
+    # When the victim was last seen other than UP, from the start of that look: HAProxy may mark
+    # it UP any moment after, so only a call that started before then was sent to it while out.
+    last_out = [0.0]
+
     def victim_state() -> str:
-        return cluster.haproxy_servers().get(victim, "?")
+        looked = now()
+        state = cluster.haproxy_servers().get(victim, "?")
+        if not state.startswith("UP"):
+            last_out[0] = looked
+        return state
 
     t0 = now()
     await asyncio.sleep(params.settle)
