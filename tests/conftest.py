@@ -1,5 +1,7 @@
-"""Shared fixtures: every database test runs on SQLite and, when MAESTRALE_TEST_POSTGRES_URL is
-set, on Postgres too (the `database_url` fixture is parametrised over the backends)."""
+"""Shared fixtures. A database test runs on SQLite; one marked `both_databases` (the tests of the
+SQL that differs between the backends: repositories, migrations, the queue, locking, dialect
+paths) runs on Postgres too when MAESTRALE_TEST_POSTGRES_URL is set, and every one does when
+MAESTRALE_TEST_EVERY_BACKEND is set as well (the `backend` fixture is parametrised here)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,22 @@ async def postgres_url() -> AsyncIterator[str | None]:
     await databases.drop_postgres_database(url)
 
 
-@pytest.fixture(params=databases.backends())
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{databases.BOTH}(*modules): run on Postgres as well as SQLite; names the repository"
+        " modules whose SQL the tests cover (tests/core/test_suite_backends.py checks that every"
+        " repository module is named)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        marked = metafunc.definition.get_closest_marker(databases.BOTH) is not None
+        metafunc.parametrize("backend", databases.backends(marked), indirect=True)
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -20,6 +20,8 @@ from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.observability.events.tables import ChatCompletionEvent
 
+pytestmark = pytest.mark.both_databases()
+
 
 def _usage(model: str) -> dict[str, Any]:
     return {

@@ -18,6 +18,8 @@ from maestrale.core.db import Database
 from maestrale.observability.events.tables import ChatCompletionEvent, ChatCompletionEventText
 from tests.accounting.test_recorder import _count, _event, _usage
 
+pytestmark = pytest.mark.both_databases()
+
 
 async def test_a_big_flush_is_written_in_bounded_batches(db: Database) -> None:
     recorder = Recorder(db)

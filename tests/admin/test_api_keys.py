@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
@@ -20,6 +21,8 @@ from tests.admin.conftest import (
     owner_id,
 )
 from tests.support.app_fixtures import make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.admin.keys.repository")
 
 
 async def test_created_key_works_at_once_and_is_shown_once(

@@ -19,6 +19,10 @@ from tests.admin.conftest import admin_client, default_workspace_id, foreign_adm
 from tests.support.app_fixtures import make_client
 from tests.support.app_fixtures import test_settings as make_settings
 
+pytestmark = pytest.mark.both_databases(
+    "maestrale.admin.billing.repository", "maestrale.admin.base_repository"
+)
+
 PRICED = """
 [[models]]
 id = "priced-echo"

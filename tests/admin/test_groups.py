@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from maestrale.admin import roles as R
@@ -13,6 +14,8 @@ from tests.admin.conftest import (
     foreign_admin_key,
     owner_id,
 )
+
+pytestmark = pytest.mark.both_databases("maestrale.admin.groups.repository")
 
 WS_USER = R.WORKSPACE.uuid_of("user")
 WS_DEV = R.WORKSPACE.uuid_of("dev")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from maestrale.admin import roles as R
@@ -16,6 +17,8 @@ from tests.admin.conftest import (
     owner_id,
 )
 from tests.support.app_fixtures import make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.admin.users.repository")
 
 ADMIN_UUID = "7bde5959-d676-47d2-b779-35b64323d278"
 MEMBER_UUID = "0d48f530-095c-43fe-8aea-6673bcacabe6"

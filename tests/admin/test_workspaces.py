@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from maestrale.admin import roles as R
@@ -16,6 +17,8 @@ from tests.admin.conftest import (
     owner_id,
 )
 from tests.support.app_fixtures import make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.admin.workspaces.repository")
 
 WS_ADMIN = R.WORKSPACE.uuid_of("workspace_admin")
 WS_USER = R.WORKSPACE.uuid_of("user")

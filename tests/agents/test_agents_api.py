@@ -10,6 +10,8 @@ from fastapi import FastAPI
 
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.agents.repository")
+
 AGENT_KEYS = {
     "model",
     "name",

@@ -14,6 +14,8 @@ from tests.batch.support import ECHO, chat_line, create_job, input_file
 from tests.files.support import upload, user_key
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.batch.repository")
+
 REQUEST = {"custom_id": "a", "body": {"messages": [{"role": "user", "content": "hi"}]}}
 
 

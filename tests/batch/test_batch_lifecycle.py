@@ -28,6 +28,8 @@ from tests.batch.support import chat_line, create_job, input_file, jsonl_file, r
 from tests.support.app_fixtures import make_client
 from tests.support.app_fixtures import test_settings as settings_for
 
+pytestmark = pytest.mark.both_databases("maestrale.batch.repository")
+
 REQUEST = {"custom_id": "a", "body": {"messages": [{"role": "user", "content": "hi"}]}}
 
 

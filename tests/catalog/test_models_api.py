@@ -4,11 +4,14 @@ base models."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from maestrale.core.auth.principal import Tenant
 from tests.catalog.factories import create_fine_tuned
 from tests.support.app_fixtures import TenantKey, make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.catalog.repository")
 
 CAPABILITY_FLAGS = {
     "completion_chat",

@@ -23,6 +23,7 @@ from bench.cluster.report import SHORT, table
 
 MISSING = tools_missing(Spec())
 pytestmark = [
+    pytest.mark.both_databases(),
     pytest.mark.skipif(bool(MISSING), reason="missing: " + "; ".join(MISSING)),
     # The first test also starts the cluster (about a minute on a busy 2-core machine).
     pytest.mark.timeout(240),

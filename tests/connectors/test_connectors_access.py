@@ -21,6 +21,8 @@ from tests.support import app_fixtures
 from tests.support.app_fixtures import create_tenant, make_client, member_key
 from tests.support.mcp_servers import ServerProbe
 
+pytestmark = pytest.mark.both_databases("maestrale.connectors.repository")
+
 
 async def _create(
     client: httpx.AsyncClient, url: str, name: str, **extra: object

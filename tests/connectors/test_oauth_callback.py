@@ -19,6 +19,8 @@ from tests.support.app_fixtures import make_client
 from tests.support.oauth_server import approve_in_browser, serve_oauth
 from tests.support.protected_mcp import serve_protected_mcp
 
+pytestmark = pytest.mark.both_databases("maestrale.connectors.repository")
+
 
 async def credentials(client: httpx.AsyncClient) -> list[object]:
     listed = (await client.get("/v1/connectors/locked/user/credentials")).json()

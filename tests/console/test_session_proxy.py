@@ -27,6 +27,8 @@ from tests.support.app_fixtures import (
 )
 from tests.support.app_fixtures import test_settings as make_settings
 
+pytestmark = pytest.mark.both_databases("maestrale.console.repository")
+
 
 def db_of(app: FastAPI) -> Database:
     services: Services = app.state.services

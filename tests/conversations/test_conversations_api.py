@@ -7,11 +7,14 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
 from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.support.app_fixtures import TenantKey, make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.conversations.repository")
 
 WEATHER = {
     "type": "function",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
@@ -22,6 +23,8 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.uow import UnitOfWork, unit_of_work
 from maestrale.gateway.hooks import Caller
 from maestrale.observability.events.tables import ChatCompletionEvent
+
+pytestmark = pytest.mark.both_databases("maestrale.conversations.repository")
 
 
 async def post(client: httpx.AsyncClient, url: str, **body: Any) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from maestrale.core.db import ConnectionHeldAcrossCall, Database
 from tests.support.app_fixtures import make_client
 from tests.support.app_fixtures import test_settings as settings_for
 
+pytestmark = pytest.mark.both_databases("maestrale.conversations.repository")
+
 
 @pytest.fixture
 async def small_app(database_url: str, tmp_path: Path) -> AsyncIterator[FastAPI]:
@@ -32,7 +34,9 @@ async def small_app(database_url: str, tmp_path: Path) -> AsyncIterator[FastAPI]
         database_url,
         tmp_path / "data",
         database_pool_size=1,
-        conversation_turn_lease_seconds=0.6,
+        # Short enough that the 4 s appends below renew their leases, long enough that a loaded
+        # machine (the suite runs on two workers) renews in time.
+        conversation_turn_lease_seconds=1.5,
         conversation_turn_wait_seconds=5,
     )
     application = create_app(settings)
@@ -153,7 +157,7 @@ async def test_a_crashed_appends_turn_is_taken_over_once_its_lease_ran_out(
 async def test_an_append_whose_turn_was_taken_over_stores_nothing(
     small_app: FastAPI, tenant: Tenant
 ) -> None:
-    """The lease (0.6 s) is renewed while the model runs; here another writer takes the turn
+    """The lease (1.5 s) is renewed while the model runs; here another writer takes the turn
     over meanwhile (as one would after renewals failed): the append is refused, nothing of it
     is stored, the other writer's entries stand, and no writer waits on the refused one."""
     async with make_client(small_app) as client:

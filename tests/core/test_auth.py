@@ -17,6 +17,8 @@ from maestrale.core.auth.tables import ApiKey, Workspace
 from maestrale.core.clock import utcnow
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY, TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.core.auth.repository")
+
 
 async def test_keys_are_stored_hashed(app: FastAPI) -> None:
     async with app.state.services.db.session() as session:

@@ -13,6 +13,8 @@ from fastapi import FastAPI
 from tests.files.support import jsonl, upload
 from tests.support.app_fixtures import ADMIN_KEY
 
+pytestmark = pytest.mark.both_databases()
+
 ZERO_ID = "00000000-0000-0000-0000-000000000000"
 HUGE: list[int | str] = [2**63, 2**64, -(2**64), "1" * 5000]
 

@@ -15,6 +15,8 @@ from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.auth.tables import ApiKey, Workspace
 from maestrale.core.db import Database
 
+pytestmark = pytest.mark.both_databases()
+
 
 async def test_generated_keys_go_to_a_private_file(db: Database, tmp_path: Path) -> None:
     keys_file = tmp_path / "bootstrap-keys"

@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from fastapi import FastAPI
 
 from tests.support.app_fixtures import make_client, member_key
@@ -52,7 +51,6 @@ def concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "x", path)
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # no SQL of its own
 async def test_every_destructive_route_needs_a_role_with_shared_resources(app: FastAPI) -> None:
     found = destructive(app)
     # The routes, and the walk of the app's routes found them.
@@ -78,7 +76,6 @@ async def test_every_destructive_route_needs_a_role_with_shared_resources(app: F
             assert REFUSAL not in passed.text, (method, path)
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # no SQL of its own
 async def test_a_user_cannot_delete_a_workspace_library_a_contributor_can(
     app: FastAPI, client: Any
 ) -> None:

@@ -20,6 +20,8 @@ from tests.batch.support import create_job, input_file, jsonl_file, run_jobs
 from tests.observability.test_dataset_imports_api import DATASETS, start_import, task_of
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases()
+
 
 def nested(depth: int) -> Any:
     value: Any = "bottom"

@@ -20,6 +20,8 @@ from maestrale.core.jobs.queue import MAX_ERROR_CHARS, JobQueue
 from maestrale.core.jobs.tables import Job
 from maestrale.core.jobs.worker import JobContext, JobRegistry, PermanentJobError, Worker
 
+pytestmark = pytest.mark.both_databases()
+
 
 @pytest.fixture
 def queue(db: Database) -> JobQueue:

@@ -19,6 +19,8 @@ from maestrale.core.migrate import alembic_config, at_heads, script_heads, upgra
 from maestrale.tables import metadata, modelled
 from tests.support import databases
 
+pytestmark = pytest.mark.both_databases()
+
 
 def _diff(connection: Connection) -> list[object]:
     context = MigrationContext.configure(

@@ -11,6 +11,8 @@ from maestrale.core.db import Database
 from maestrale.core.errors import BadRequest
 from maestrale.core.pagination import PageParams, decode_cursor, encode_cursor, keyset_after
 
+pytestmark = pytest.mark.both_databases("maestrale.core.repository")
+
 
 def test_page_offsets_for_both_bases() -> None:
     assert PageParams(0, 10).offset == 0

@@ -14,6 +14,8 @@ from maestrale.core.auth.principal import Tenant
 from tests.files.support import jsonl, upload, user_key
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.files.repository")
+
 LINES = jsonl(
     '{"custom_id": "a", "body": {"messages": [{"role": "user", "content": "hi"}]}}',
     "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 
@@ -23,6 +24,8 @@ from tests.fine_tuning.support import (
     queue_jobs,
     statuses,
 )
+
+pytestmark = pytest.mark.both_databases("maestrale.fine_tuning.repository")
 
 
 async def new_job(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from tests.fine_tuning.support import (
 )
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.fine_tuning.repository")
+
 JOBS = "/v1/fine_tuning/jobs"
 
 

@@ -11,6 +11,8 @@ from maestrale.core.auth.principal import Tenant
 from tests.libraries import support_api as s
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.libraries.repository")
+
 LIBRARY_KEYS = {
     "id",
     "name",

@@ -25,6 +25,8 @@ from maestrale.libraries.tables import LibraryDocument
 from tests.libraries import support_api as s
 from tests.support import app_fixtures
 
+pytestmark = pytest.mark.both_databases("maestrale.libraries.documents.repository")
+
 DOCUMENT_KEYS = {
     "id",
     "library_id",

@@ -26,6 +26,8 @@ from tests.limits.conftest import redis_url
 from tests.support.app_fixtures import default_tenant, make_client
 from tests.support.app_fixtures import test_settings as make_settings
 
+pytestmark = pytest.mark.both_databases("maestrale.limits.repository")
+
 MODELS = """
 [[models]]
 id = "priced-echo"

@@ -23,6 +23,8 @@ from tests.observability.events_seed import obs_error, seed_events
 from tests.observability.test_judges_api import new_judge
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.campaigns.repository")
+
 CAMPAIGNS = "/v1/observability/campaigns"
 ALL: dict[str, Any] = {"filters": None}
 

@@ -27,6 +27,8 @@ from tests.observability.events_seed import obs_error, seed_events
 from tests.observability.test_datasets_api import convo, new_dataset
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.datasets.repository")
+
 DATASETS = "/v1/observability/datasets"
 TASK_KEYS = {
     "id",

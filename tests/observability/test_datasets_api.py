@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
 from maestrale.observability.datasets.tables import Dataset, DatasetRecord
 from tests.observability.events_seed import obs_error
 from tests.support.app_fixtures import TenantKey, make_client
+
+pytestmark = pytest.mark.both_databases("maestrale.observability.datasets.repository")
 
 DATASETS = "/v1/observability/datasets"
 RECORDS = "/v1/observability/dataset-records"

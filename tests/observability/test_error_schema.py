@@ -11,6 +11,8 @@ import pytest
 
 from tests.observability.events_seed import obs_error
 
+pytestmark = pytest.mark.both_databases()
+
 
 def _resolve(spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in schema:

@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from tests.observability.events_seed import make_event, obs_error, seed_events
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.events.repository")
+
 SEARCH = "/v1/observability/chat-completion-events/search"
 IDS = "/v1/observability/chat-completion-events/search-ids"
 

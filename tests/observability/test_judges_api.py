@@ -16,6 +16,8 @@ from maestrale.observability.judges.schemas import ClassificationOutput, Regress
 from tests.observability.events_seed import obs_error, seed_events
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.judges.repository")
+
 JUDGES = "/v1/observability/judges"
 
 CLASSIFY = {

@@ -20,6 +20,8 @@ from maestrale.observability.fields import TEXT
 from tests.observability.events_seed import make_event
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.events.repository")
+
 SEARCH = "/v1/observability/chat-completion-events/search"
 IDS = "/v1/observability/chat-completion-events/search-ids"
 FIELDS = "/v1/observability/chat-completion-fields"

@@ -25,6 +25,8 @@ from tests.observability.events_seed import make_event, obs_error
 from tests.support.app_fixtures import default_tenant, make_client
 from tests.support.app_fixtures import test_settings as make_settings
 
+pytestmark = pytest.mark.both_databases()
+
 SEARCH = "/v1/observability/chat-completion-events/search"
 IDS = "/v1/observability/chat-completion-events/search-ids"
 COUNTS = "/v1/observability/chat-completion-fields/model/options-counts"

@@ -15,6 +15,8 @@ from maestrale.observability.events.tables import EventEmbedding
 from tests.observability.events_seed import make_event, obs_error
 from tests.support.app_fixtures import TenantKey, make_client
 
+pytestmark = pytest.mark.both_databases("maestrale.observability.events.vector_repository")
+
 SEARCH = "/v1/observability/chat-completion-events/search"
 
 

@@ -18,6 +18,8 @@ from tests.support.app_fixtures import make_client
 from tests.support.fault_proxy import FaultProxy
 from tests.support.live import free_port
 
+pytestmark = pytest.mark.both_databases()
+
 
 async def test_health_and_ready_need_no_key(anon_client: httpx.AsyncClient) -> None:
     health = await anon_client.get("/health")

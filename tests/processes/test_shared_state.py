@@ -21,6 +21,8 @@ from maestrale.processes.hosting import open_hub
 from tests.support.app_fixtures import ADMIN_KEY, create_owner_key, make_client
 from tests.support.app_fixtures import test_settings as make_settings
 
+pytestmark = pytest.mark.both_databases()
+
 RPS = 4
 LOCAL = "smollm2-135m-instruct"
 

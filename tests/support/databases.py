@@ -17,10 +17,17 @@ from maestrale.core.migrate import upgrade
 from maestrale.tables import metadata
 
 POSTGRES_ENV = "MAESTRALE_TEST_POSTGRES_URL"
+EVERY_BACKEND_ENV = "MAESTRALE_TEST_EVERY_BACKEND"
+# The marker of the tests that run on both backends.
+BOTH = "both_databases"
 
 
-def backends() -> list[str]:
-    return ["sqlite", "postgres"] if os.environ.get(POSTGRES_ENV) else ["sqlite"]
+def backends(both: bool = True) -> list[str]:
+    """The backends of a database test: Postgres too where it is configured and the test is one
+    of `both` (or every test is, by EVERY_BACKEND_ENV)."""
+    if os.environ.get(POSTGRES_ENV) and (both or os.environ.get(EVERY_BACKEND_ENV)):
+        return ["sqlite", "postgres"]
+    return ["sqlite"]
 
 
 def sqlite_url(path: Path) -> str:

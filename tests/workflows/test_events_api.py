@@ -7,11 +7,14 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from mistralai.client import Mistral
 
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
 from tests.workflows.events_support import LIFECYCLE, event, post_batch, started_execution
+
+pytestmark = pytest.mark.both_databases("maestrale.workflows.events.repository")
 
 
 async def test_ingest_single_and_batch_then_list(wf_client: httpx.AsyncClient) -> None:

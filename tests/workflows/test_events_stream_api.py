@@ -24,6 +24,8 @@ from tests.workflows.events_support import (
 )
 from tests.workflows.plain_worker import register, running_worker
 
+pytestmark = pytest.mark.both_databases("maestrale.workflows.events.repository")
+
 
 async def test_execution_stream_sends_stored_events_then_ends(
     wf_client: httpx.AsyncClient, namespace: str

@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
 from tests.workflows.plain_worker import register, running_worker
+
+pytestmark = pytest.mark.both_databases("maestrale.workflows.executions.repository")
 
 
 def _queue() -> str:

@@ -18,6 +18,8 @@ from mistralai.client.models import WorkflowExecutionResponse
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
 from tests.workflows.plain_worker import register, running_worker
 
+pytestmark = pytest.mark.both_databases("maestrale.workflows.executions.repository")
+
 EXECUTIONS = "/v1/workflows/executions"
 
 

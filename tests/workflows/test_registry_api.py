@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from tests.support.app_fixtures import create_tenant, make_client
 from tests.workflows.plain_worker import register
 
+pytestmark = pytest.mark.both_databases("maestrale.workflows.registry.repository")
+
 
 def _queue() -> str:
     return f"dep-{uuid.uuid4().hex[:8]}"

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from temporalio.client import Client
 
@@ -19,6 +20,8 @@ from tests.workflows.test_execution_control_api import (
     start,
     wait_status,
 )
+
+pytestmark = pytest.mark.both_databases("maestrale.workflows.runs.repository")
 
 RUNS = "/v1/workflows/runs"
 

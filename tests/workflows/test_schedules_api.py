@@ -17,6 +17,8 @@ from temporalio.client import Client
 from tests.support.app_fixtures import API_KEY, create_tenant, make_client
 from tests.workflows.plain_worker import register, running_worker
 
+pytestmark = pytest.mark.both_databases("maestrale.workflows.schedules.repository")
+
 YEARLY = "0 0 1 1 *"
 
 

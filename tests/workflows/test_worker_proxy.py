@@ -29,6 +29,7 @@ from tests.support.app_fixtures import API_KEY, create_tenant
 from tests.support.live import start_server, stop_server
 
 pytestmark = [
+    pytest.mark.both_databases(),
     pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing"),
     pytest.mark.timeout(600),
 ]

@@ -23,6 +23,8 @@ from maestrale.libraries import index
 from maestrale.libraries.index import capability
 from tests.libraries.index.helpers import DIM, MODEL, filler, put, unit
 
+pytestmark = pytest.mark.both_databases()
+
 EXTENSION = sqlite_can_load_extensions() and sqlite_vec_path() is not None
 
 

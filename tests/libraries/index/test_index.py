@@ -13,6 +13,8 @@ from maestrale.libraries import index
 from maestrale.libraries.index.tables import LibraryChunk
 from tests.libraries.index.helpers import DIM, MODEL, Chunk, filler, put, unit
 
+pytestmark = pytest.mark.both_databases()
+
 
 async def _count(db: Database, **where: str) -> int:
     async with db.session() as session:
