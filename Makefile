@@ -71,8 +71,12 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
+# The suite runs on one pytest-xdist worker per core, at most 4 (each worker loads the local
+# models it needs); `make test PYTEST_ARGS=` runs it in one process.
+PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope
+
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 format: $(VENV)/.dev-installed
 	$(BIN)/ruff format src tests bench

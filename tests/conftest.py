@@ -46,6 +46,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", databases.backends(marked), indirect=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests given the longest `timeout` (real training, the official worker, the cluster,
+    local models loading) first, the rest in their order: on the workers of `make test` the long
+    ones start at once instead of ending the run alone."""
+
+    def allowed(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    items.sort(key=lambda item: -allowed(item))
+
+
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)

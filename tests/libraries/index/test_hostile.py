@@ -11,6 +11,9 @@ from maestrale.libraries import index
 from maestrale.libraries.index.keyword import MAX_TERMS, terms
 from tests.libraries.index.helpers import MODEL, put, unit
 
+# Postgres' own keyword search (tsquery, ANALYZE's frequent lexemes) on hostile and edge queries.
+pytestmark = pytest.mark.both_databases()
+
 HOSTILE = [
     "",
     "   \t\n",
