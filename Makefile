@@ -72,8 +72,9 @@ typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
 # The suite runs on one pytest-xdist worker per core, at most 4 (each worker loads the local
-# models it needs); `make test PYTEST_ARGS=` runs it in one process.
-PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope
+# models it needs), a module to a worker, in the order tests/conftest.py gives (the longest first,
+# not xdist's reorder by test count); `make test PYTEST_ARGS=` runs it in one process.
+PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope --no-loadscope-reorder
 
 test: lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
