@@ -75,9 +75,16 @@ typecheck: $(VENV)/.dev-installed
 # models it needs), a module to a worker, in the order tests/conftest.py gives (the longest first,
 # not xdist's reorder by test count); `make test PYTEST_ARGS=` runs it in one process.
 PYTEST_ARGS ?= -n auto --maxprocesses=4 --dist loadscope --no-loadscope-reorder
+# Added to PYTEST_ARGS: .ci/run measures coverage here and fails under its floor.
+PYTEST_EXTRA ?=
 
-test: lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS)
+# mypy (about 45 s of one core) runs beside pytest, in the time its workers spend waiting on the
+# processes and timers of the tests; its report follows pytest's, and either failing fails `test`.
+test: lint
+	$(BIN)/mypy > $(VENV)/mypy.out 2>&1 & typing=$$!; \
+	$(BIN)/pytest $(PYTEST_ARGS) $(PYTEST_EXTRA); tests=$$?; \
+	wait $$typing; typed=$$?; cat $(VENV)/mypy.out; \
+	if [ $$typed -ne 0 ]; then exit $$typed; fi; exit $$tests
 
 format: $(VENV)/.dev-installed
 	$(BIN)/ruff format src tests bench

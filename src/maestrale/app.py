@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from maestrale import __version__
-from maestrale.api import api_router
+from maestrale.api import API_ROUTES
 from maestrale.config import Settings, make_data_dir
 from maestrale.console import install_console
 from maestrale.core.auth.bootstrap import first_start
@@ -175,7 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         workflow_routing.PREFIX: workflow_routing.render,
     }
     install_error_handlers(app, scoped=renderers)
-    app.include_router(api_router)
+    app.router.routes.extend(API_ROUTES)
     install_console(app)
     app.router.default = websocket_not_found(app.router.default)
 

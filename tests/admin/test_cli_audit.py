@@ -10,7 +10,7 @@ from sqlalchemy import select
 from maestrale.admin.tables import AuditEntry
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.db import Database
-from tests.core.test_cli import run
+from tests.support.cli import run
 
 
 async def test_cli_key_changes_are_audited(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ import pytest
 from mistralai.client import Mistral
 from mistralai.client.errors import SDKError
 
+from maestrale.classifiers.training import train_classifier
+from maestrale.engines.builtin.embeddings import embed as builtin_embed
+from maestrale.engines.types import EmbeddingRequest, EmbeddingResult
 from tests.conformance.conftest import LiveServer
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server, stop_server
@@ -44,6 +47,10 @@ capabilities = ["moderation"]
 """
 
 
+async def _builtin(model: str, texts: list[str]) -> EmbeddingResult:
+    return builtin_embed(EmbeddingRequest(model=model, inputs=texts))
+
+
 def _train(embeddings: str, out: Path) -> None:
     subprocess.run(
         [
@@ -66,10 +73,20 @@ def _train(embeddings: str, out: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(live_server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+async def hashing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A head on the builtin feature-hashing embeddings, trained here (the CLI trains the e5
+    one: a process less to start)."""
+    out = tmp_path_factory.mktemp("hashing") / "hashing.json"
+    await train_classifier(DATA, embed=_builtin, embeddings_model="maestrale-embed", out=out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(
+    live_server: LiveServer, hashing: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     root = tmp_path_factory.mktemp("classifiers")
-    hashing, e5 = root / "hashing.json", root / "e5.json"
-    _train("maestrale-embed", hashing)
+    e5 = root / "e5.json"
     _train("multilingual-e5-small", e5)
     catalog = root / "models.toml"
     catalog.write_text(CATALOG.format(hashing=hashing, e5=e5, upstream=live_server.url), "utf-8")

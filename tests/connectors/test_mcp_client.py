@@ -161,44 +161,54 @@ async def test_a_cancelled_caller_cancels_the_call_on_the_server(
     assert (await clients.call_tool(url, {}, "echo", {"text": "on"}, timeout=10)).text() == "on"
 
 
-async def test_calls_reuse_one_session() -> None:
-    with serve_mcp("streamable-http") as (url, probe):
-        async with pool() as clients:
-            await clients.discover(url, {"X-Key": "a"}, timeout=10)
-            await clients.call_tool(url, {"X-Key": "a"}, "echo", {"text": "1"}, timeout=10)
-            await clients.call_tool(url, {"x-key": "a"}, "echo", {"text": "2"}, timeout=10)
-            assert probe.initializes == 1
-            assert probe.tool_calls == 2
-            # Other credentials, another session.
-            await clients.call_tool(url, {"X-Key": "b"}, "echo", {"text": "3"}, timeout=10)
-            assert probe.initializes == 2
+# The session tests share the module's streamable-HTTP server (`tools_server`), each with a
+# pool of its own: they count what the server saw from their start on.
 
 
-async def test_concurrent_calls_share_one_session() -> None:
-    with serve_mcp("streamable-http") as (url, probe):
-        async with pool() as clients:
-            results = await asyncio.gather(
-                *(clients.call_tool(url, {}, "add", {"a": n, "b": 1}, timeout=10) for n in range(8))
-            )
-            assert [r.structured for r in results] == [{"result": n + 1} for n in range(8)]
-            assert probe.initializes == 1
+async def test_calls_reuse_one_session(tools_server: tuple[str, ServerProbe]) -> None:
+    url, probe = tools_server
+    initializes, calls = probe.initializes, probe.tool_calls
+    async with pool() as clients:
+        await clients.discover(url, {"X-Key": "a"}, timeout=10)
+        await clients.call_tool(url, {"X-Key": "a"}, "echo", {"text": "1"}, timeout=10)
+        await clients.call_tool(url, {"x-key": "a"}, "echo", {"text": "2"}, timeout=10)
+        assert probe.initializes - initializes == 1
+        assert probe.tool_calls - calls == 2
+        # Other credentials, another session.
+        await clients.call_tool(url, {"X-Key": "b"}, "echo", {"text": "3"}, timeout=10)
+        assert probe.initializes - initializes == 2
 
 
-async def test_idle_sessions_close() -> None:
-    with serve_mcp("streamable-http") as (url, probe):
-        async with pool(idle_seconds=0.2) as clients:
-            await clients.call_tool(url, {}, "echo", {"text": "1"}, timeout=10)
-            await asyncio.sleep(0.6)
-            await clients.call_tool(url, {}, "echo", {"text": "2"}, timeout=10)
-            assert probe.initializes == 2
+async def test_concurrent_calls_share_one_session(tools_server: tuple[str, ServerProbe]) -> None:
+    url, probe = tools_server
+    initializes = probe.initializes
+    async with pool() as clients:
+        results = await asyncio.gather(
+            *(clients.call_tool(url, {}, "add", {"a": n, "b": 1}, timeout=10) for n in range(8))
+        )
+        assert [r.structured for r in results] == [{"result": n + 1} for n in range(8)]
+        assert probe.initializes - initializes == 1
 
 
-async def test_the_least_recently_used_session_closes_past_the_limit() -> None:
-    with serve_mcp("streamable-http") as (url, probe):
-        async with pool(max_sessions=1) as clients:
-            for key in ("a", "b", "a"):
-                await clients.call_tool(url, {"X-Key": key}, "echo", {"text": key}, timeout=10)
-            assert probe.initializes == 3
+async def test_idle_sessions_close(tools_server: tuple[str, ServerProbe]) -> None:
+    url, probe = tools_server
+    initializes = probe.initializes
+    async with pool(idle_seconds=0.2) as clients:
+        await clients.call_tool(url, {}, "echo", {"text": "1"}, timeout=10)
+        await asyncio.sleep(0.6)
+        await clients.call_tool(url, {}, "echo", {"text": "2"}, timeout=10)
+        assert probe.initializes - initializes == 2
+
+
+async def test_the_least_recently_used_session_closes_past_the_limit(
+    tools_server: tuple[str, ServerProbe],
+) -> None:
+    url, probe = tools_server
+    initializes = probe.initializes
+    async with pool(max_sessions=1) as clients:
+        for key in ("a", "b", "a"):
+            await clients.call_tool(url, {"X-Key": key}, "echo", {"text": key}, timeout=10)
+        assert probe.initializes - initializes == 3
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -220,12 +230,11 @@ async def test_a_restarted_server_gets_a_new_session(transport: Transport) -> No
             await clients.aclose()
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_headers_reach_the_server(transport: Transport) -> None:
+async def test_headers_reach_the_server(served: tuple[str, ServerProbe]) -> None:
+    url, _ = served
     headers = {"Authorization": "Bearer tok-123", "X-Api-Key": "key-456"}
-    with serve_mcp(transport) as (url, _):
-        async with pool() as clients:
-            result = await clients.call_tool(url, headers, "headers", {}, timeout=10)
+    async with pool() as clients:
+        result = await clients.call_tool(url, headers, "headers", {}, timeout=10)
     assert result.structured is not None
     assert result.structured["authorization"] == "Bearer tok-123"
     assert result.structured["x-api-key"] == "key-456"
@@ -241,18 +250,19 @@ async def test_a_closed_port_or_an_unknown_host_is_unreachable(clients: McpClien
 @pytest.mark.parametrize(
     "host", ["127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"]
 )
-async def test_the_guard_refuses_loopback(host: str) -> None:
-    with serve_mcp("streamable-http") as (url, probe):
-        port = url.split(":")[2].split("/")[0]
-        server = f"http://{host}:{port}/mcp"
-        async with pool(allow_private=False) as clients:
-            with pytest.raises(McpFailure) as caught:
-                await clients.discover(server, {}, timeout=10)
-            assert caught.value.reason == "refused"
-            with pytest.raises(McpFailure) as caught:
-                await clients.call_tool(server, {}, "echo", {"text": "x"}, timeout=10)
-            assert caught.value.reason == "refused"
-        assert probe.initializes == 0
+async def test_the_guard_refuses_loopback(host: str, tools_server: tuple[str, ServerProbe]) -> None:
+    url, probe = tools_server
+    initializes = probe.initializes
+    port = url.split(":")[2].split("/")[0]
+    server = f"http://{host}:{port}/mcp"
+    async with pool(allow_private=False) as clients:
+        with pytest.raises(McpFailure) as caught:
+            await clients.discover(server, {}, timeout=10)
+        assert caught.value.reason == "refused"
+        with pytest.raises(McpFailure) as caught:
+            await clients.call_tool(server, {}, "echo", {"text": "x"}, timeout=10)
+        assert caught.value.reason == "refused"
+    assert probe.initializes == initializes
 
 
 async def test_a_non_http_url_is_refused(clients: McpClients) -> None:
@@ -336,8 +346,12 @@ async def test_a_server_that_never_answers_times_out() -> None:
     opened: list[str] = []
 
     async def hang(request: Request) -> Response:
+        """Never answers: waits until the client hangs up (then the server has no request
+        left to wait for when it stops)."""
         opened.append(request.method)
-        await asyncio.sleep(60)
+        await request.body()
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
         return Response()
 
     app = Starlette(routes=[Route("/mcp", hang, methods=["GET", "POST", "DELETE"])])

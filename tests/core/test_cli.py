@@ -1,4 +1,5 @@
-"""`maestrale migrate` and `maestrale keys create|list|revoke` against a real database file."""
+"""`maestrale migrate` and `maestrale keys create|list|revoke` against a real database file: the
+first through `python -m maestrale` (the entry point), the rest in process."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.db import Database
+from tests.support.cli import run
 
 
-def run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "maestrale", *args, "--data-dir", str(data_dir)],
         capture_output=True,
@@ -22,7 +24,8 @@ def run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 async def test_keys_lifecycle(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    assert run("migrate", data_dir=data).returncode == 0
+    migrated = run_process("migrate", data_dir=data)
+    assert migrated.returncode == 0 and "up to date" in migrated.stdout, migrated.stderr
     assert data.stat().st_mode & 0o777 == 0o700  # holds the database and the bootstrap keys
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
     async with db.session() as session:

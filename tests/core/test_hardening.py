@@ -22,9 +22,9 @@ from maestrale.core.auth.repository import KeyRepository, TenancyRepository
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.observability.events.tables import ChatCompletionEvent
-from tests.core.test_cli import run
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY, make_client
 from tests.support.app_fixtures import test_settings as settings_for
+from tests.support.cli import run
 
 SECRET = "SECRET-PROMPT-0123456789"
 

@@ -6,6 +6,10 @@ What a 135M model chooses differs between llama.cpp builds and CPUs, so these te
 structure the grammar guarantees on every build (a call names an offered tool and its arguments
 validate against that tool's schema), determinism within the run, and what the prompt holds; never
 which tool the model picks under `auto`, nor its words.
+
+What costs time is evaluating a prompt (about 300 tokens with the tools): a request whose prompt is
+the one last evaluated from scratch reuses that evaluation (see `llama_prompt`), so requests, and
+tests, that follow one another here share their question where the question does not matter.
 """
 
 from __future__ import annotations
@@ -79,7 +83,9 @@ SCHEMAS = {
     "add": ADD_PARAMETERS,
     "book_hotel": BOOKING_PARAMETERS,
 }
-QUESTIONS = ("What is the weather in Paris?", "Add 17 and 25.", "Tell me a joke.")
+# A question a tool fits and one none does (what the model makes of either is not asserted).
+WEATHER_QUESTION = "What is the weather in Paris?"
+JOKE_QUESTION = "Tell me a joke."
 
 
 def spec(**options: Any) -> ModelSpec:
@@ -130,6 +136,10 @@ def check_text_or_call(result: ChatResult, offered: list[dict[str, Any]]) -> Non
         assert isinstance(choice.message["content"], str)
 
 
+async def collect(engine: LlamaCppEngine, request: ChatRequest) -> list[ChatChunk]:
+    return [chunk async for chunk in engine.chat_stream(request)]
+
+
 @pytest.fixture(scope="module")
 async def engine() -> AsyncIterator[LlamaCppEngine]:
     # n_threads 1: the tests must not stall when another process holds the second core.
@@ -175,165 +185,67 @@ def test_history_renders_calls_results_and_tools() -> None:
 async def test_tools_are_described_in_the_prompt_and_none_ignores_them(
     engine: LlamaCppEngine,
 ) -> None:
-    plain = await engine.chat(ask("Hello!", tools=None, max_tokens=4))
-    offered = await engine.chat(ask("Hello!", max_tokens=4))
-    ignored = await engine.chat(ask("Hello!", tool_choice="none", max_tokens=4))
+    plain = await engine.chat(ask(JOKE_QUESTION, tools=None, max_tokens=4))
+    ignored = await engine.chat(ask(JOKE_QUESTION, tool_choice="none", max_tokens=4))
+    offered = await engine.chat(ask(JOKE_QUESTION, max_tokens=4))
     assert offered.usage.prompt_tokens > plain.usage.prompt_tokens + 50
     assert ignored.usage.prompt_tokens == plain.usage.prompt_tokens
     assert outcome(ignored) == outcome(plain)
     assert ignored.choices[0].message["tool_calls"] is None
 
 
-# --- demanded calls -------------------------------------------------------------------------
-
-
-async def test_a_demanded_call_names_an_offered_tool_with_valid_arguments(
-    engine: LlamaCppEngine,
-) -> None:
-    requests = [
-        # Four samples at temperature 1 (one prompt evaluation) and the greedy one.
-        *(ask(q, tool_choice="any", temperature=1.0, random_seed=7, n=4) for q in QUESTIONS),
-        *(ask(q, tool_choice="any") for q in QUESTIONS),
-        ask(QUESTIONS[0], tool_choice="required"),
-    ]
-    for request in requests:
-        result = await engine.chat(request)
-        for choice in result.choices:
-            assert choice.finish_reason == "tool_calls", choice
-            assert choice.message["content"] == ""
-            check_call(choice.message, TOOLS)
-        assert result.usage.completion_tokens > 0
-
-
-async def test_a_named_choice_calls_that_tool(engine: LlamaCppEngine) -> None:
-    for tool, question in (("add", "What is the weather in Paris?"), ("get_weather", "Hi")):
-        result = await engine.chat(ask(question, tool_choice=named(tool)))
-        name, _ = check_call(result.choices[0].message, TOOLS)
-        assert name == tool
-
-
-async def test_nested_schemas_refs_and_tools_without_parameters(engine: LlamaCppEngine) -> None:
-    clock = function("get_time", {})
-    odd = function("odd", {"type": "object", "properties": {"x": {"type": "no-such-type"}}})
-    offered = [BOOK, clock, odd]
-    for tool in ("book_hotel", "get_time", "odd"):
-        request = ask(
-            "Book a double room for Ann for two nights.",
-            tools=offered,
-            tool_choice=named(tool),
-            temperature=1.0,
-            random_seed=3,
-            n=3,
-            max_tokens=200,
-        )
-        result = await engine.chat(request)
-        for choice in result.choices:
-            assert choice.finish_reason == "tool_calls", choice
-            name, arguments = check_call(choice.message, offered)
-            assert name == tool
-            if tool == "get_time":  # no parameters: no arguments
-                assert arguments == {}
-            # A schema llama.cpp cannot convert leaves any JSON object: still a call.
-            assert isinstance(arguments, dict)
-
-
-async def test_a_demanded_call_is_reproducible(engine: LlamaCppEngine) -> None:
-    for request in (
-        ask("What is the weather in Rome?", tool_choice="any"),
-        ask("Add 2 and 3.", tool_choice="any", temperature=0.9, random_seed=11),
-    ):
-        first, second = await engine.chat(request), await engine.chat(request)
-        assert outcome(first) == outcome(second)
-        ids = {r.choices[0].message["tool_calls"][0]["id"] for r in (first, second)}
-        assert len(ids) == 2  # every call gets its own id
-
-
-async def test_a_call_cut_by_max_tokens_ends_with_length(engine: LlamaCppEngine) -> None:
-    result = await engine.chat(
-        ask("What is the weather in Paris?", tool_choice="any", max_tokens=3)
-    )
-    [choice] = result.choices
-    assert choice.finish_reason == "length"
-    assert choice.message["tool_calls"] is None
-    assert isinstance(choice.message["content"], str)
-    assert result.usage.completion_tokens == 3
-
-
-async def test_a_named_tool_that_is_not_offered_is_a_400(engine: LlamaCppEngine) -> None:
-    with pytest.raises(EngineError) as caught:
-        await engine.chat(ask("Hi", tool_choice=named("missing")))
-    assert (caught.value.status, caught.value.code) == (400, "invalid_request")
-    with pytest.raises(EngineError):
-        await engine.chat(ask("Hi", tools=None, tool_choice="any"))
-
-
-async def test_call_grammars_are_built_once_per_tool_set(engine: LlamaCppEngine) -> None:
-    tools = [function("lookup", {"type": "object", "properties": {"q": {"type": "string"}}})]
-    built = engine.grammars.built
-    for _ in range(2):
-        await engine.chat(ask("Look up cats.", tools=tools, tool_choice="any", max_tokens=30))
-    assert engine.grammars.built == built + 1
-    await engine.chat(ask("Look up cats.", tools=tools, tool_choice=named("lookup"), max_tokens=30))
-    assert engine.grammars.built == built + 1  # the one tool: the same set
-    await engine.chat(ask("Add 1 and 2.", tools=[*tools, ADD], tool_choice="any", max_tokens=30))
-    assert engine.grammars.built == built + 2
-
-
 # --- auto -----------------------------------------------------------------------------------
 
 
 async def test_auto_answers_text_or_a_valid_call_the_same_twice(engine: LlamaCppEngine) -> None:
-    for question, tool_choice in zip(QUESTIONS, ("auto", None, "auto"), strict=True):
+    # A question no tool fits and one a tool fits, under "auto" and under no tool_choice (auto)
+    # (the first one's prompt is the one the test before left evaluated).
+    for question, tool_choice in ((JOKE_QUESTION, "auto"), (WEATHER_QUESTION, None)):
         request = ask(question, tool_choice=tool_choice, max_tokens=40)
         first = await engine.chat(request)
         check_text_or_call(first, TOOLS)
         assert outcome(await engine.chat(request)) == outcome(first)
-    sampled = await engine.chat(ask("Add 4 and 5.", temperature=1.0, random_seed=5, n=3))
+    # Samples (of the last question: its prompt evaluated once); a call takes under 60 tokens.
+    sampled = await engine.chat(
+        ask(WEATHER_QUESTION, temperature=1.0, random_seed=5, n=2, max_tokens=60)
+    )
     for choice in sampled.choices:
         check_text_or_call(ChatResult(choices=[choice], usage=sampled.usage), TOOLS)
 
 
 async def test_the_threshold_decides_under_auto() -> None:
-    # Threshold 0: every answer is a call. Threshold 1: the model never gives opening a call
-    # certainty, so the answer is text, which may not open with a tag: a call, if the model opens
-    # one while writing, comes after some text.
-    for threshold in (0.0, 1.0):
+    # Threshold 0: every answer is a call, even to a question no tool fits (a call takes under
+    # 60 tokens). Threshold 1: the model never gives opening a call certainty, so the answer is
+    # text, even to a question a tool fits, which may not open with a tag: a call, if the model
+    # opens one while writing, comes after some text.
+    cases = ((0.0, JOKE_QUESTION, 200), (1.0, WEATHER_QUESTION, 40))
+    for threshold, question, max_tokens in cases:
         engine = create_engine(spec(n_threads=1, tool_call_threshold=threshold))
         try:
-            for question in QUESTIONS[:2]:
-                result = await engine.chat(ask(question, max_tokens=40))
-                check_text_or_call(result, TOOLS)
-                message = result.choices[0].message
-                if threshold == 0.0:
-                    assert message["tool_calls"] and message["content"] == ""
-                else:
-                    assert message["content"] and not message["content"].startswith("<")
+            result = await engine.chat(ask(question, max_tokens=max_tokens))
+            check_text_or_call(result, TOOLS)
+            message = result.choices[0].message
+            if threshold == 0.0:
+                assert message["tool_calls"] and message["content"] == ""
+            else:
+                assert message["content"] and not message["content"].startswith("<")
         finally:
             await engine.aclose()
 
 
-async def test_a_conversation_with_a_result_is_answered(engine: LlamaCppEngine) -> None:
-    call = {
-        "id": "abc123def",
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-    }
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "What is the weather in Paris?"},
-        {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "abc123def", "content": '{"sky": "sunny"}'},
-    ]
-    for tool_choice in ("auto", "any"):
-        request = ChatRequest(
-            model="smol", messages=messages, tools=TOOLS, tool_choice=tool_choice, max_tokens=120
-        )
-        result = await engine.chat(request)
-        check_text_or_call(result, TOOLS)
-        if tool_choice == "any":
-            assert result.choices[0].finish_reason == "tool_calls"
-        else:  # text does not open by echoing the <tool_response> block
-            content = str(result.choices[0].message["content"])
-            assert content.strip() and not content.lstrip().startswith("<")
+async def test_a_streamed_auto_answer_matches_the_plain_one(engine: LlamaCppEngine) -> None:
+    # A question a tool fits and one none does (the first one's prompt is the one the auto test
+    # above left evaluated; the last one's is the next test's).
+    for question in (WEATHER_QUESTION, JOKE_QUESTION):
+        request = ask(question, max_tokens=40)
+        plain = await engine.chat(request)
+        chunks = await collect(engine, request)
+        text = "".join(c.delta.get("content", "") for c in chunks)
+        calls = [c.delta["tool_calls"][0]["function"] for c in chunks if "tool_calls" in c.delta]
+        message = plain.choices[0].message
+        assert text == message["content"]
+        assert calls == [call["function"] for call in message["tool_calls"] or []]
+        assert chunks[-1].finish_reason == plain.choices[0].finish_reason
 
 
 async def test_a_call_opened_while_writing_follows_the_text(
@@ -354,7 +266,7 @@ async def test_a_call_opened_while_writing_follows_the_text(
         yield "Let me check."
 
     monkeypatch.setattr(engine_module, "generate", scripted)
-    request = ask("Tell me a joke.")
+    request = ask(JOKE_QUESTION)
     result = await engine.chat(request)
     [choice] = result.choices
     assert choice.finish_reason == "tool_calls"
@@ -367,15 +279,89 @@ async def test_a_call_opened_while_writing_follows_the_text(
     assert kinds == ["content", "tool_calls"]
 
 
-# --- streaming ------------------------------------------------------------------------------
+async def test_a_conversation_with_a_result_is_answered(engine: LlamaCppEngine) -> None:
+    call = {
+        "id": "abc123def",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "abc123def", "content": '{"sky": "sunny"}'},
+    ]
+    # A call takes under 60 tokens; 40 tokens of text show how the text opens.
+    for tool_choice, max_tokens in (("auto", 40), ("any", 120)):
+        request = ChatRequest(
+            model="smol",
+            messages=messages,
+            tools=TOOLS,
+            tool_choice=tool_choice,
+            max_tokens=max_tokens,
+        )
+        result = await engine.chat(request)
+        check_text_or_call(result, TOOLS)
+        if tool_choice == "any":
+            assert result.choices[0].finish_reason == "tool_calls"
+        else:  # text does not open by echoing the <tool_response> block
+            content = str(result.choices[0].message["content"])
+            assert content.strip() and not content.lstrip().startswith("<")
 
 
-async def collect(engine: LlamaCppEngine, request: ChatRequest) -> list[ChatChunk]:
-    return [chunk async for chunk in engine.chat_stream(request)]
+# --- demanded calls -------------------------------------------------------------------------
+
+
+async def test_a_demanded_call_names_an_offered_tool_with_valid_arguments(
+    engine: LlamaCppEngine,
+) -> None:
+    # A question no tool fits and one a tool fits: two samples at temperature 1 and the greedy
+    # call of each (its prompt evaluated once: the requests after the first reuse it).
+    requests = [
+        ask(JOKE_QUESTION, tool_choice="any", temperature=1.0, random_seed=7, n=2),
+        ask(JOKE_QUESTION, tool_choice="any"),
+        ask(WEATHER_QUESTION, tool_choice="any", temperature=1.0, random_seed=7, n=2),
+        ask(WEATHER_QUESTION, tool_choice="any"),
+        ask(WEATHER_QUESTION, tool_choice="required"),
+    ]
+    for request in requests:
+        result = await engine.chat(request)
+        for choice in result.choices:
+            assert choice.finish_reason == "tool_calls", choice
+            assert choice.message["content"] == ""
+            check_call(choice.message, TOOLS)
+        assert result.usage.completion_tokens > 0
+
+
+async def test_a_named_choice_calls_that_tool(engine: LlamaCppEngine) -> None:
+    # The weather question: "add" is called though another tool fits (one prompt for both).
+    for tool in ("add", "get_weather"):
+        result = await engine.chat(ask(WEATHER_QUESTION, tool_choice=named(tool)))
+        name, _ = check_call(result.choices[0].message, TOOLS)
+        assert name == tool
+
+
+async def test_a_demanded_call_is_reproducible(engine: LlamaCppEngine) -> None:
+    for request in (
+        ask(WEATHER_QUESTION, tool_choice="any"),
+        ask(WEATHER_QUESTION, tool_choice="any", temperature=0.9, random_seed=11),
+    ):
+        first, second = await engine.chat(request), await engine.chat(request)
+        assert outcome(first) == outcome(second)
+        ids = {r.choices[0].message["tool_calls"][0]["id"] for r in (first, second)}
+        assert len(ids) == 2  # every call gets its own id
+
+
+async def test_a_call_cut_by_max_tokens_ends_with_length(engine: LlamaCppEngine) -> None:
+    result = await engine.chat(ask(WEATHER_QUESTION, tool_choice="any", max_tokens=3))
+    [choice] = result.choices
+    assert choice.finish_reason == "length"
+    assert choice.message["tool_calls"] is None
+    assert isinstance(choice.message["content"], str)
+    assert result.usage.completion_tokens == 3
 
 
 async def test_a_streamed_call_is_one_tool_calls_delta(engine: LlamaCppEngine) -> None:
-    request = ask("What is the weather in Paris?", tool_choice="any")
+    request = ask(WEATHER_QUESTION, tool_choice="any")
     plain = await engine.chat(request)
     chunks = await collect(engine, request)
     assert chunks[0].delta == {"role": "assistant", "content": ""}
@@ -389,17 +375,49 @@ async def test_a_streamed_call_is_one_tool_calls_delta(engine: LlamaCppEngine) -
     assert last.finish_reason == "tool_calls" and last.usage == plain.usage
 
 
-async def test_a_streamed_auto_answer_matches_the_plain_one(engine: LlamaCppEngine) -> None:
-    for question in QUESTIONS:
-        request = ask(question, max_tokens=40)
-        plain = await engine.chat(request)
-        chunks = await collect(engine, request)
-        text = "".join(c.delta.get("content", "") for c in chunks)
-        calls = [c.delta["tool_calls"][0]["function"] for c in chunks if "tool_calls" in c.delta]
-        message = plain.choices[0].message
-        assert text == message["content"]
-        assert calls == [call["function"] for call in message["tool_calls"] or []]
-        assert chunks[-1].finish_reason == plain.choices[0].finish_reason
+async def test_nested_schemas_refs_and_tools_without_parameters(engine: LlamaCppEngine) -> None:
+    clock = function("get_time", {})
+    odd = function("odd", {"type": "object", "properties": {"x": {"type": "no-such-type"}}})
+    offered = [BOOK, clock, odd]
+    for tool in ("book_hotel", "get_time", "odd"):
+        request = ask(
+            "Book a double room for Ann for two nights.",
+            tools=offered,
+            tool_choice=named(tool),
+            temperature=1.0,
+            random_seed=3,
+            n=2,
+            max_tokens=200,
+        )
+        result = await engine.chat(request)
+        for choice in result.choices:
+            assert choice.finish_reason == "tool_calls", choice
+            name, arguments = check_call(choice.message, offered)
+            assert name == tool
+            if tool == "get_time":  # no parameters: no arguments
+                assert arguments == {}
+            # A schema llama.cpp cannot convert leaves any JSON object: still a call.
+            assert isinstance(arguments, dict)
+
+
+async def test_a_named_tool_that_is_not_offered_is_a_400(engine: LlamaCppEngine) -> None:
+    with pytest.raises(EngineError) as caught:
+        await engine.chat(ask("Hi", tool_choice=named("missing")))
+    assert (caught.value.status, caught.value.code) == (400, "invalid_request")
+    with pytest.raises(EngineError):
+        await engine.chat(ask("Hi", tools=None, tool_choice="any"))
+
+
+async def test_call_grammars_are_built_once_per_tool_set(engine: LlamaCppEngine) -> None:
+    tools = [function("lookup", {"type": "object", "properties": {"q": {"type": "string"}}})]
+    built = engine.grammars.built
+    for _ in range(2):
+        await engine.chat(ask("Look up cats.", tools=tools, tool_choice="any", max_tokens=1))
+    assert engine.grammars.built == built + 1
+    await engine.chat(ask("Look up cats.", tools=tools, tool_choice=named("lookup"), max_tokens=1))
+    assert engine.grammars.built == built + 1  # the one tool: the same set
+    await engine.chat(ask("Add 1 and 2.", tools=[*tools, ADD], tool_choice="any", max_tokens=1))
+    assert engine.grammars.built == built + 2
 
 
 # --- hostile schemas ------------------------------------------------------------------------

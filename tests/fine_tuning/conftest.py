@@ -51,3 +51,19 @@ async def app(database_url: str, tmp_path: Path) -> AsyncIterator[FastAPI]:
 def training_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """The API's checks do not depend on torch being installed where the tests run."""
     monkeypatch.setattr(extra, "require", lambda job_type: None)
+
+
+# `shared_app` (tests/support/app_fixtures.py) with the models catalog above.
+
+
+@pytest.fixture(scope="module")
+async def shared_app(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[FastAPI]:
+    directory = tmp_path_factory.mktemp("module-app")
+    models = directory / "models.toml"
+    models.write_text(CATALOG)
+    settings = make_settings(module_database_url, directory / "data", models=models)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application

@@ -20,6 +20,19 @@ from tests.fine_tuning.support import (
 )
 
 
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Module scope: one app per backend for the module (below)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def app(shared_app: FastAPI) -> FastAPI:
+    """Every case here is refused and writes no job (each checks it): the module's cases share
+    one app."""
+    return shared_app
+
+
 async def assert_nothing_written(app: FastAPI, client: httpx.AsyncClient) -> None:
     assert (await client.get("/v1/fine_tuning/jobs")).json()["total"] == 0
     assert await queue_jobs(app) == []

@@ -9,9 +9,17 @@ from fastapi import FastAPI
 
 from maestrale.core.auth.principal import Tenant
 from tests.libraries import support_api as s
-from tests.support.app_fixtures import TenantKey, make_client
+from tests.support.app_fixtures import create_tenant, make_client
 
 pytestmark = pytest.mark.both_databases("maestrale.libraries.repository")
+
+
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Module scope: the refusals and the tests that only touch a library of their own share
+    one app per backend (`shared_app`); the others keep an app of their own."""
+    return str(request.param)
+
 
 LIBRARY_KEYS = {
     "id",
@@ -162,9 +170,9 @@ async def test_list_pages_tokens_search_and_owned_filter(
     ],
 )
 async def test_list_bounds_are_400s(
-    client: httpx.AsyncClient, params: dict[str, str | int]
+    shared_client: httpx.AsyncClient, params: dict[str, str | int]
 ) -> None:
-    resp = await client.get("/v1/libraries", params=params)
+    resp = await shared_client.get("/v1/libraries", params=params)
     assert resp.status_code in (400, 422), resp.text
     assert resp.headers["content-type"].startswith("application/json")
 
@@ -184,26 +192,28 @@ async def test_list_bounds_are_400s(
         {"name": ["a"]},
     ],
 )
-async def test_bad_creations_are_422(client: httpx.AsyncClient, body: dict[str, object]) -> None:
-    resp = await client.post("/v1/libraries", json=body)
+async def test_bad_creations_are_422(
+    shared_client: httpx.AsyncClient, body: dict[str, object]
+) -> None:
+    resp = await shared_client.post("/v1/libraries", json=body)
     assert resp.status_code == 422, resp.text
     assert "detail" in resp.json()
 
 
-async def test_lone_surrogates_and_bad_json_are_refused(client: httpx.AsyncClient) -> None:
+async def test_lone_surrogates_and_bad_json_are_refused(shared_client: httpx.AsyncClient) -> None:
     for raw in (b'{"name": "\\ud800"}', b'{"name": "x"', b"[1, 2]", b"\xff\xfe"):
-        resp = await client.post(
+        resp = await shared_client.post(
             "/v1/libraries", content=raw, headers={"content-type": "application/json"}
         )
         assert 400 <= resp.status_code < 500, raw
-    library_id = await s.create_library(client)
-    resp = await client.patch(
+    library_id = await s.create_library(shared_client)
+    resp = await shared_client.patch(
         f"/v1/libraries/{library_id}",
         content=b'{"name": "\\udfff"}',
         headers={"content-type": "application/json"},
     )
     assert 400 <= resp.status_code < 500
-    assert (await client.get(f"/v1/libraries/{library_id}")).json()["name"] == "docs"
+    assert (await shared_client.get(f"/v1/libraries/{library_id}")).json()["name"] == "docs"
 
 
 @pytest.mark.parametrize(
@@ -217,17 +227,18 @@ async def test_lone_surrogates_and_bad_json_are_refused(client: httpx.AsyncClien
         "%ED%A0%80",  # a lone surrogate, UTF-8 encoded
     ],
 )
-async def test_unknown_ids_are_404(client: httpx.AsyncClient, library_id: str) -> None:
+async def test_unknown_ids_are_404(shared_client: httpx.AsyncClient, library_id: str) -> None:
     for path in ("", "/documents", "/share", "/documents/x", "/documents/x/status"):
-        resp = await client.get(f"/v1/libraries/{library_id}{path}")
+        resp = await shared_client.get(f"/v1/libraries/{library_id}{path}")
         assert resp.status_code == 404, (library_id, path, resp.text)
 
 
 async def test_another_organization_never_reaches_a_library(
-    app: FastAPI, client: httpx.AsyncClient, other: TenantKey
+    shared_app: FastAPI, shared_client: httpx.AsyncClient
 ) -> None:
-    library_id = await s.create_library(client, "secret", owner_type="Workspace")
-    async with make_client(app, other.key) as stranger:
+    other = await create_tenant(shared_app.state.services.db)
+    library_id = await s.create_library(shared_client, "secret", owner_type="Workspace")
+    async with make_client(shared_app, other.key) as stranger:
         assert (await stranger.get("/v1/libraries")).json()["data"] == []
         for method, path, body in [
             ("GET", "", None),
@@ -248,4 +259,4 @@ async def test_another_organization_never_reaches_a_library(
         ]:
             resp = await stranger.request(method, f"/v1/libraries/{library_id}{path}", json=body)
             assert resp.status_code == 404, (method, path)
-    assert (await client.get(f"/v1/libraries/{library_id}")).json()["name"] == "secret"
+    assert (await shared_client.get(f"/v1/libraries/{library_id}")).json()["name"] == "secret"

@@ -53,6 +53,14 @@ DOCUMENT_KEYS = {
 TEXT = b"Maestrale keeps its documents in libraries.\n"
 
 
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Module scope: the refusals and the tests that only touch a library of their own share
+    one app per backend (`shared_app`); the tests that look at every job, document or blob keep
+    an app of their own."""
+    return str(request.param)
+
+
 async def test_upload_list_get_update_delete(app: FastAPI, client: httpx.AsyncClient) -> None:
     library_id = await s.create_library(client)
     doc = await s.uploaded(client, library_id, TEXT, "notes.txt")
@@ -129,27 +137,35 @@ async def test_counters_follow_uploads_and_deletions(
         assert left.scalar_one() == 0
 
 
-async def test_list_search_sort_filters_and_pages(client: httpx.AsyncClient) -> None:
-    library_id = await s.create_library(client)
+async def test_list_search_sort_filters_and_pages(shared_client: httpx.AsyncClient) -> None:
+    library_id = await s.create_library(shared_client)
     names = ["beta.txt", "alpha.md", "gamma_1.txt", "delta.txt"]
     ids = {}
     for i, name in enumerate(names):
-        ids[name] = (await s.uploaded(client, library_id, b"y" * (i + 1), name))["id"]
+        ids[name] = (await s.uploaded(shared_client, library_id, b"y" * (i + 1), name))["id"]
     base = f"/v1/libraries/{library_id}/documents"
-    await client.patch(f"{base}/{ids['beta.txt']}", json={"attributes": {"lang": "en", "n": 1}})
-    await client.patch(f"{base}/{ids['alpha.md']}", json={"attributes": {"lang": "fr", "n": 2.5}})
-    await client.patch(
+    await shared_client.patch(
+        f"{base}/{ids['beta.txt']}", json={"attributes": {"lang": "en", "n": 1}}
+    )
+    await shared_client.patch(
+        f"{base}/{ids['alpha.md']}", json={"attributes": {"lang": "fr", "n": 2.5}}
+    )
+    await shared_client.patch(
         f"{base}/{ids['gamma_1.txt']}", json={"attributes": {"lang": "1", "ok": True}}
     )
 
-    listed = (await client.get(base)).json()
+    listed = (await shared_client.get(base)).json()
     assert [d["name"] for d in listed["data"]] == list(reversed(names))  # newest first
     assert listed["pagination"]["total_items"] == 4
-    by_name = (await client.get(base, params={"sort_by": "name", "sort_order": "asc"})).json()
+    by_name = (
+        await shared_client.get(base, params={"sort_by": "name", "sort_order": "asc"})
+    ).json()
     assert [d["name"] for d in by_name["data"]] == sorted(names)
-    by_size = (await client.get(base, params={"sort_by": "size", "sort_order": "desc"})).json()
+    by_size = (
+        await shared_client.get(base, params={"sort_by": "size", "sort_order": "desc"})
+    ).json()
     assert [d["size"] for d in by_size["data"]] == [4, 3, 2, 1]
-    paged = (await client.get(base, params={"page_size": 3, "page": 1})).json()
+    paged = (await shared_client.get(base, params={"page_size": 3, "page": 1})).json()
     assert [d["name"] for d in paged["data"]] == ["beta.txt"]
     assert paged["pagination"] == {
         "total_items": 4,
@@ -158,11 +174,11 @@ async def test_list_search_sort_filters_and_pages(client: httpx.AsyncClient) -> 
         "page_size": 3,
         "has_more": False,
     }
-    searched = (await client.get(base, params={"search": "_1"})).json()
+    searched = (await shared_client.get(base, params={"search": "_1"})).json()
     assert [d["name"] for d in searched["data"]] == ["gamma_1.txt"]
 
     async def filtered(value: object) -> list[str]:
-        resp = await client.get(base, params={"filters_attributes": json.dumps(value)})
+        resp = await shared_client.get(base, params={"filters_attributes": json.dumps(value)})
         assert resp.status_code == 200, resp.text
         return sorted(d["name"] for d in resp.json()["data"])
 
@@ -195,9 +211,11 @@ async def test_list_search_sort_filters_and_pages(client: httpx.AsyncClient) -> 
         {"search": "s" * 600},
     ],
 )
-async def test_list_bounds_are_4xx(client: httpx.AsyncClient, params: dict[str, str | int]) -> None:
-    library_id = await s.create_library(client)
-    resp = await client.get(f"/v1/libraries/{library_id}/documents", params=params)
+async def test_list_bounds_are_4xx(
+    shared_client: httpx.AsyncClient, params: dict[str, str | int]
+) -> None:
+    library_id = await s.create_library(shared_client)
+    resp = await shared_client.get(f"/v1/libraries/{library_id}/documents", params=params)
     assert resp.status_code in (400, 422), resp.text
 
 
@@ -221,18 +239,22 @@ async def test_list_bounds_are_4xx(client: httpx.AsyncClient, params: dict[str, 
         {"expires_at": "0001-01-01T00:00:00+05:00"},
     ],
 )
-async def test_bad_updates_are_422(client: httpx.AsyncClient, body: dict[str, object]) -> None:
-    library_id = await s.create_library(client)
-    doc = await s.uploaded(client, library_id, TEXT)
-    resp = await client.patch(f"/v1/libraries/{library_id}/documents/{doc['id']}", json=body)
+async def test_bad_updates_are_422(
+    shared_client: httpx.AsyncClient, body: dict[str, object]
+) -> None:
+    library_id = await s.create_library(shared_client)
+    doc = await s.uploaded(shared_client, library_id, TEXT)
+    resp = await shared_client.patch(f"/v1/libraries/{library_id}/documents/{doc['id']}", json=body)
     assert resp.status_code == 422, resp.text
 
 
-async def test_huge_attribute_document_is_refused_before_parsing(client: httpx.AsyncClient) -> None:
-    library_id = await s.create_library(client)
-    doc = await s.uploaded(client, library_id, TEXT)
+async def test_huge_attribute_document_is_refused_before_parsing(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    library_id = await s.create_library(shared_client)
+    doc = await s.uploaded(shared_client, library_id, TEXT)
     body = b'{"attributes": {' + b",".join(b'"k%d": %d' % (i, i) for i in range(200_000)) + b"}}"
-    resp = await client.patch(
+    resp = await shared_client.patch(
         f"/v1/libraries/{library_id}/documents/{doc['id']}",
         content=body,
         headers={"content-type": "application/json"},
@@ -325,8 +347,8 @@ def _multipart(filename: bytes, content: bytes) -> bytes:
     )
 
 
-async def test_names_from_hostile_filenames(client: httpx.AsyncClient) -> None:
-    library_id = await s.create_library(client)
+async def test_names_from_hostile_filenames(shared_client: httpx.AsyncClient) -> None:
+    library_id = await s.create_library(shared_client)
     for filename, expected in [
         (b"../../etc/passwd", "passwd"),
         (b"C:\\docs\\report.PDF", "report.PDF"),
@@ -335,7 +357,7 @@ async def test_names_from_hostile_filenames(client: httpx.AsyncClient) -> None:
         (b"\xed\xa0\x80.txt", None),  # a lone surrogate, UTF-8 encoded
         (b"x" * 1000 + b".txt", None),
     ]:
-        resp = await client.post(
+        resp = await shared_client.post(
             f"/v1/libraries/{library_id}/documents",
             content=_multipart(filename, TEXT),
             headers={"content-type": "multipart/form-data; boundary=b"},
@@ -349,29 +371,29 @@ async def test_names_from_hostile_filenames(client: httpx.AsyncClient) -> None:
 
 
 async def test_signed_link_opens_the_content_without_a_key(
-    app: FastAPI, client: httpx.AsyncClient, anon_client: httpx.AsyncClient
+    shared_app: FastAPI, shared_client: httpx.AsyncClient, shared_anon_client: httpx.AsyncClient
 ) -> None:
-    library_id = await s.create_library(client)
-    doc = await s.uploaded(client, library_id, TEXT, "page.html")
+    library_id = await s.create_library(shared_client)
+    doc = await s.uploaded(shared_client, library_id, TEXT, "page.html")
     path = f"/v1/libraries/{library_id}/documents/{doc['id']}"
-    resp = await client.get(f"{path}/signed-url")
+    resp = await shared_client.get(f"{path}/signed-url")
     assert resp.status_code == 200
     url = resp.json()
     assert isinstance(url, str) and url.startswith(f"http://test{path}/content?expires=")
     parts = urlsplit(url)
     query = parse_qs(parts.query)
     assert abs(int(query["expires"][0]) - (time.time() + 3600)) < 60
-    opened = await anon_client.get(f"{parts.path}?{parts.query}")
+    opened = await shared_anon_client.get(f"{parts.path}?{parts.query}")
     assert opened.status_code == 200 and opened.content == TEXT
     assert opened.headers["content-type"] == "application/octet-stream"
     assert opened.headers["x-content-type-options"] == "nosniff"
     assert "page.html" in opened.headers["content-disposition"]
     # With a key, the same content; without either, 401.
-    assert (await client.get(f"{path}/content")).content == TEXT
-    assert (await anon_client.get(f"{path}/content")).status_code == 401
+    assert (await shared_client.get(f"{path}/content")).content == TEXT
+    assert (await shared_anon_client.get(f"{path}/content")).status_code == 401
 
     expires, signature = query["expires"][0], query["signature"][0]
-    other = await s.uploaded(client, library_id, b"other")
+    other = await s.uploaded(shared_client, library_id, b"other")
     for target, params in [
         (f"{path}/content", {"expires": str(int(expires) + 1), "signature": signature}),
         (f"{path}/content", {"expires": expires, "signature": signature[:-2] + "AA"}),
@@ -384,25 +406,27 @@ async def test_signed_link_opens_the_content_without_a_key(
             {"expires": expires, "signature": signature},
         ),
     ]:
-        refused = await anon_client.get(target, params=params)
+        refused = await shared_anon_client.get(target, params=params)
         assert refused.status_code == 403, (target, params)
     past = int(time.time()) - 10
     message = f"libraries:content:{library_id}:{doc['id']}:{past}"
-    expired = sign(app.state.services.secret_key, message)
-    late = await anon_client.get(f"{path}/content", params={"expires": past, "signature": expired})
+    expired = sign(shared_app.state.services.secret_key, message)
+    late = await shared_anon_client.get(
+        f"{path}/content", params={"expires": past, "signature": expired}
+    )
     assert late.status_code == 403 and late.json()["code"] == "signature_expired"
     # A valid link of a deleted document: 404.
-    await client.delete(path)
-    gone = await anon_client.get(f"{parts.path}?{parts.query}")
+    await shared_client.delete(path)
+    gone = await shared_anon_client.get(f"{parts.path}?{parts.query}")
     assert gone.status_code == 404
 
 
-async def test_text_content_page_bounds(client: httpx.AsyncClient) -> None:
-    library_id = await s.create_library(client)
-    doc = await s.uploaded(client, library_id, TEXT)
+async def test_text_content_page_bounds(shared_client: httpx.AsyncClient) -> None:
+    library_id = await s.create_library(shared_client)
+    doc = await s.uploaded(shared_client, library_id, TEXT)
     path = f"/v1/libraries/{library_id}/documents/{doc['id']}/text_content"
     for params in ({"page_start": 2**70}, {"page_end": "x"}):
-        resp = await client.get(path, params=params)
+        resp = await shared_client.get(path, params=params)
         assert resp.status_code in (400, 422), params
 
 

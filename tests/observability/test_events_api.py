@@ -10,7 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from tests.observability.events_seed import make_event, obs_error, seed_events
-from tests.support.app_fixtures import TenantKey, make_client
+from tests.support.app_fixtures import TenantKey, create_tenant, make_client
 
 pytestmark = pytest.mark.both_databases("maestrale.observability.events.repository")
 
@@ -32,9 +32,24 @@ async def correlations(client: httpx.AsyncClient, filters: Any) -> set[str]:
     return {e["correlation_id"] for e in resp.json()["completion_events"]["results"]}
 
 
-@pytest.fixture
-async def seeded(app: FastAPI, client: httpx.AsyncClient, other: TenantKey) -> TenantKey:
-    await seed_events(app, client)
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Module scope: one app per backend for the module (below)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def app(shared_app: FastAPI) -> FastAPI:
+    """Every test here only reads (or is refused, writing nothing): the module's tests share one
+    app, whose events are seeded once."""
+    return shared_app
+
+
+@pytest.fixture(scope="module")
+async def seeded(app: FastAPI) -> TenantKey:
+    other = await create_tenant(app.state.services.db)
+    async with make_client(app) as client:
+        await seed_events(app, client)
     async with make_client(app, other.key) as foreign:
         await make_event(foreign, "corr-A9", "foreign", {"team": "red", "score": 9})
     await app.state.services.recorder.flush()

@@ -18,7 +18,7 @@ from maestrale.observability.events import service
 from maestrale.observability.events.tables import ChatCompletionEvent, ChatCompletionEventText
 from maestrale.observability.fields import TEXT
 from tests.observability.events_seed import make_event
-from tests.support.app_fixtures import TenantKey, make_client
+from tests.support.app_fixtures import TenantKey, create_tenant, make_client
 
 pytestmark = pytest.mark.both_databases("maestrale.observability.events.repository")
 
@@ -40,31 +40,40 @@ async def chat(client: httpx.AsyncClient, correlation_id: str, messages: list[An
     assert resp.status_code == 200, resp.text
 
 
-@pytest.fixture
-async def said(app: FastAPI, client: httpx.AsyncClient, other: TenantKey) -> TenantKey:
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> str:
+    """Module scope: the conversations below are said once per backend, on `shared_app`, for
+    the tests that only search them."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+async def said(shared_app: FastAPI) -> TenantKey:
     """Three conversations through /v1/chat/completions (the echo engine answers), one in
     another workspace."""
-    await chat(
-        client,
-        "refund",
-        [
-            {"role": "system", "content": "You are Terse."},
-            {"role": "user", "content": "Where is my Refund? Order 100%_done"},
-        ],
-    )
-    await chat(
-        client,
-        "chunks",
-        [{"role": "user", "content": [{"type": "text", "text": "Bonjour Élodie, ça va ?"}]}],
-    )
-    await chat(
-        client,
-        "syntax",
-        [{"role": "user", "content": '/respond say "quoted" NEAR(x) OR * -- ab'}],
-    )
-    async with make_client(app, other.key) as foreign:
+    other = await create_tenant(shared_app.state.services.db)
+    async with make_client(shared_app) as client:
+        await chat(
+            client,
+            "refund",
+            [
+                {"role": "system", "content": "You are Terse."},
+                {"role": "user", "content": "Where is my Refund? Order 100%_done"},
+            ],
+        )
+        await chat(
+            client,
+            "chunks",
+            [{"role": "user", "content": [{"type": "text", "text": "Bonjour Élodie, ça va ?"}]}],
+        )
+        await chat(
+            client,
+            "syntax",
+            [{"role": "user", "content": '/respond say "quoted" NEAR(x) OR * -- ab'}],
+        )
+    async with make_client(shared_app, other.key) as foreign:
         await make_event(foreign, "foreign", "Where is my Refund? Order 100%_done", {})
-    await app.state.services.recorder.flush()
+    await shared_app.state.services.recorder.flush()
     return other
 
 
@@ -144,42 +153,44 @@ def strategy(request: pytest.FixtureRequest, backend: str, monkeypatch: pytest.M
 @pytest.mark.parametrize(("filters", "expected"), CASES)
 async def test_message_text_operators(
     said: TenantKey,
-    client: httpx.AsyncClient,
+    shared_client: httpx.AsyncClient,
     strategy: str,
     filters: dict[str, Any],
     expected: set[str],
 ) -> None:
-    assert await found(client, filters) == expected
-    resp = await client.post(IDS, json={"search_params": {"filters": filters}})
+    assert await found(shared_client, filters) == expected
+    resp = await shared_client.post(IDS, json={"search_params": {"filters": filters}})
     assert len(resp.json()["completion_event_ids"]) == len(expected)
 
 
 async def test_fields_advertise_the_text_operators_and_each_works(
-    said: TenantKey, client: httpx.AsyncClient
+    said: TenantKey, shared_client: httpx.AsyncClient
 ) -> None:
-    by_name = {f["name"]: f for f in (await client.get(FIELDS)).json()["field_definitions"]}
+    by_name = {f["name"]: f for f in (await shared_client.get(FIELDS)).json()["field_definitions"]}
     for name in (REQ, RESP):
         field = by_name[name]
         assert field["type"] == "TEXT" and field["group"] == "content"
         assert field["supported_operators"] == list(TEXT)
         for op in field["supported_operators"]:
-            resp = await client.post(
+            resp = await shared_client.post(
                 SEARCH, json={"search_params": {"filters": cond(name, op, "Where")}}
             )
             assert resp.status_code == 200, (name, op, resp.text)
-        resp = await client.post(SEARCH, json={"search_params": {"filters": cond(name, "eq", 1)}})
+        resp = await shared_client.post(
+            SEARCH, json={"search_params": {"filters": cond(name, "eq", 1)}}
+        )
         assert resp.status_code == 400
 
 
 async def test_search_ids_and_isolation(
-    app: FastAPI, said: TenantKey, client: httpx.AsyncClient
+    shared_app: FastAPI, said: TenantKey, shared_client: httpx.AsyncClient
 ) -> None:
-    resp = await client.post(
+    resp = await shared_client.post(
         IDS, json={"search_params": {"filters": cond(REQ, "icontains", "where is my")}}
     )
     assert resp.status_code == 200, resp.text
     assert len(resp.json()["completion_event_ids"]) == 1
-    async with make_client(app, said.key) as foreign:
+    async with make_client(shared_app, said.key) as foreign:
         assert await found(foreign, cond(REQ, "contains", "Refund")) == {"foreign"}
 
 

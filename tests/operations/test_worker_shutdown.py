@@ -83,6 +83,8 @@ async def test_sigterm_lets_the_job_finish_and_a_second_one_stops_at_once(
         short = await enqueue(db, record, seconds=2)
         procs.append(worker := start_worker(url, tmp_path, grace=30))
         await started(record, short)
+        # The worker of the second part starts meanwhile (the only job is the first's, leased).
+        procs.append(second := start_worker(url, tmp_path, grace=30))
         worker.send_signal(signal.SIGTERM)
         assert await wait(worker, 30) == 0
         assert await status(db, short) == "succeeded"
@@ -90,7 +92,7 @@ async def test_sigterm_lets_the_job_finish_and_a_second_one_stops_at_once(
 
         # Two: the worker does not wait for a long job (its grace is 30 s).
         long = await enqueue(db, record, seconds=120)
-        procs.append(worker := start_worker(url, tmp_path, grace=30))
+        worker = second
         await started(record, long)
         worker.send_signal(signal.SIGTERM)
         await asyncio.sleep(0.5)

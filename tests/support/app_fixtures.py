@@ -16,6 +16,7 @@ from maestrale.config import Settings
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.auth.repository import KeyRepository, TenancyRepository
 from maestrale.core.db import Database
+from tests.support import databases
 
 API_KEY = "msk_test_standard_key_0123456789abcdefghijklmnopqrstuv"
 ADMIN_KEY = "msa_test_admin_key_0123456789abcdefghijklmnopqrstuvwx"
@@ -128,6 +129,53 @@ async def member_key(
             name=email,
         )
     return str(key)
+
+
+# An app shared by the tests of a module that only read what it holds or are refused (or write
+# only resources of their own and assert only on them): built, and seeded by the module, once per
+# module and backend instead of once per test. A module using it overrides `backend` with a
+# module-scoped fixture, so that its parametrization (tests/conftest.py) is per module; its
+# tests whose writes could meet another's keep the function-scoped `app`.
+
+
+@pytest.fixture(scope="module")
+async def module_database_url(
+    backend: str, sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[str]:
+    """A migrated, empty database of the module's backend: a copy of the template on SQLite; on
+    Postgres a database of its own, which `database_url` (emptying the run's database for each
+    test that takes it) leaves alone."""
+    if backend == "sqlite":
+        yield databases.copy_sqlite(sqlite_template, tmp_path_factory.mktemp("module-db"))
+        return
+    url = await databases.create_postgres_database()
+    try:
+        yield url
+    finally:
+        await databases.drop_postgres_database(url)
+
+
+@pytest.fixture(scope="module")
+async def shared_app(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[FastAPI]:
+    """The app of `app`, on the module's database."""
+    data_dir = tmp_path_factory.mktemp("module-app") / "data"
+    application = create_app(test_settings(module_database_url, data_dir))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def shared_client(shared_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client(shared_app) as c:
+        yield c
+
+
+@pytest.fixture
+async def shared_anon_client(shared_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client(shared_app, None) as c:
+        yield c
 
 
 @pytest.fixture
