@@ -92,19 +92,18 @@ async def test_a_large_answer_comes_back_whole(fmt: str) -> None:
 
 
 async def stalled_while(work: Callable[[], Awaitable[Any]]) -> tuple[float, float, Any]:
-    """(seconds `work` took, seconds of them the event loop stood still in stalls over 50 ms,
-    what `work` raised or returned)."""
+    """(seconds `work` took, the longest the event loop stood still meanwhile, what `work`
+    raised or returned)."""
     done = False
-    stalled = 0.0
+    longest = 0.0
 
     async def ticker() -> None:
-        nonlocal stalled
+        nonlocal longest
         last = time.perf_counter()
         while not done:
             await asyncio.sleep(0.005)
             now = time.perf_counter()
-            if now - last > 0.05:
-                stalled += now - last
+            longest = max(longest, now - last)
             last = now
 
     ticking = asyncio.create_task(ticker())
@@ -116,17 +115,20 @@ async def stalled_while(work: Callable[[], Awaitable[Any]]) -> tuple[float, floa
     took = time.perf_counter() - start
     done = True
     await ticking
-    return took, stalled, outcome
+    return took, longest, outcome
 
 
 @pytest.mark.parametrize("fmt", Formats)
 async def test_the_loop_keeps_running_while_a_huge_answer_is_read(fmt: str) -> None:
     """The issue's answer: 200k blocks, about 7 MB, over the result limit. Parsed on the loop,
-    the loop stood still for nearly all of the call (4.2 s of 4.4 s here: pydantic holding the
-    GIL); off the loop it stalls only while the JSON text is read (0.2 s of 0.6 s: orjson in a
-    worker thread still holds the GIL). A share, not a time: it holds on a slow machine too."""
+    the loop stood still in one stall for nearly all of the call (4.2 s of 4.4 s here: pydantic
+    holding the GIL); off the loop its longest stall is the read of the JSON text (0.1-0.2 s of
+    0.6-1 s: orjson in a worker thread still holds the GIL). The longest stall, not their sum:
+    on a loaded machine (CI's workers, coverage) the loop also waits for the GIL and its core in
+    many short stalls, which add up to most of the call but say nothing of where parsing runs.
+    A share, not a time: it holds on a slow machine too."""
     sent = blocks_result(200_000)
-    took, stalled, outcome = await stalled_while(lambda: call_big(fmt, sent))
+    took, longest, outcome = await stalled_while(lambda: call_big(fmt, sent))
     assert isinstance(outcome, McpFailure) and outcome.reason == "protocol", outcome
     assert "larger than" in str(outcome)
-    assert stalled < took * 0.6, (stalled, took)
+    assert longest < took * 0.5, (longest, took)
