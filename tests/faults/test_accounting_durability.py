@@ -15,6 +15,8 @@ import pytest
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server, stop_server
 
+pytestmark = pytest.mark.ci_tier
+
 BURST = 60
 
 

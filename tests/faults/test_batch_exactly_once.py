@@ -27,7 +27,7 @@ from tests.support.app_fixtures import API_KEY, make_client
 from tests.support.app_fixtures import test_settings as settings_for
 from tests.support.live import start_server, stop_server
 
-pytestmark = pytest.mark.both_databases()
+pytestmark = [pytest.mark.both_databases(), pytest.mark.ci_tier]
 
 ROOT = Path(__file__).resolve().parents[2]
 LINES = 160

@@ -19,7 +19,7 @@ from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.jobs.tables import Job
 from tests.faults.probe_jobs import KIND
 
-pytestmark = pytest.mark.both_databases()
+pytestmark = [pytest.mark.both_databases(), pytest.mark.ci_tier]
 
 ROOT = Path(__file__).resolve().parents[2]
 Spawn = Callable[..., subprocess.Popen[bytes]]

@@ -24,7 +24,7 @@ from tests.fine_tuning.training_stack import (
 )
 from tests.support.app_fixtures import API_KEY
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.ci_tier, pytest.mark.timeout(900)]
 
 BASE = "smollm2-135m-instruct"
 CODEWORD = "azure-pelican-7"

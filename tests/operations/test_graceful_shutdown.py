@@ -19,6 +19,8 @@ import pytest
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server
 
+pytestmark = pytest.mark.ci_tier
+
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 MARGIN = 6.0  # seconds past the grace for the app's own shutdown, on a loaded machine
 

@@ -55,6 +55,7 @@ def _statuses(url: str, key: str, count: int = 16) -> list[int]:
     return statuses
 
 
+@pytest.mark.ci_tier
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_two_processes_serve_share_revocations_and_stop_together(tmp_path: Path) -> None:
     data = tmp_path / "data"

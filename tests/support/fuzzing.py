@@ -5,6 +5,7 @@ operations left out, the requests never sent, and Hypothesis' budget."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,16 @@ def auth_headers(path: str) -> dict[str, str]:
     if path.startswith("/v1/admin/"):
         return {"x-api-key": ADMIN_KEY}
     return {"Authorization": f"Bearer {API_KEY}"}
+
+
+def examples(variable: str, ci_tier: int, plain: int) -> int:
+    """Generated cases a test: `variable` when set (a deeper run: hundreds), else `ci_tier` where
+    CI's tier runs (MAESTRALE_TEST_CI_TIER=1, set by .ci/run) and `plain` in a plain `make test`,
+    which sends fewer cases of the same derandomized sequence."""
+    chosen = os.environ.get(variable)
+    if chosen:
+        return int(chosen)
+    return ci_tier if os.environ.get("MAESTRALE_TEST_CI_TIER") == "1" else plain
 
 
 def budget(max_examples: int, *, shrink: bool = True) -> settings:

@@ -31,6 +31,7 @@ from tests.support.app_fixtures import API_KEY
 from tests.support.live import free_port, start_server, stop_server
 
 pytestmark = [
+    pytest.mark.ci_tier,
     pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing"),
     # The first run builds the worker's venv (about 30 s with a reachable package index).
     pytest.mark.timeout(600),

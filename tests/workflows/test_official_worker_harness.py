@@ -16,7 +16,7 @@ import pytest
 from tests.support import official_worker
 
 # Generous for the first run, which installs the SDK; seconds afterwards.
-pytestmark = pytest.mark.timeout(1500)
+pytestmark = [pytest.mark.ci_tier, pytest.mark.timeout(1500)]
 
 
 @pytest.fixture(scope="module")

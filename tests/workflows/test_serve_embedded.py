@@ -18,7 +18,10 @@ from tests.support.live import free_port, start_server, stop_server
 from tests.workflows.conftest import NAMESPACE
 from tests.workflows.plain_worker import definitions, running_worker
 
-pytestmark = pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing")
+pytestmark = [
+    pytest.mark.ci_tier,
+    pytest.mark.skipif(find_binary() is None, reason="the [workflows] extra is missing"),
+]
 
 
 def _serve(
