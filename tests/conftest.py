@@ -10,7 +10,6 @@ that reason, by a plain `make test`."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,10 +17,9 @@ import pytest
 
 from maestrale.core.db import Database
 from tests.support import databases
+from tests.support.tiers import CI_TIER, SKIP_REASON, ci_tier_runs
 
 pytest_plugins = ["tests.support.app_fixtures", "tests.support.temporal"]
-
-CI_TIER = "ci_tier"
 
 
 @pytest.fixture(scope="session")
@@ -68,8 +66,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return float(mark.args[0]) if mark is not None and mark.args else 0.0
 
     items.sort(key=lambda item: -allowed(item))
-    if os.environ.get("MAESTRALE_TEST_CI_TIER") != "1":
-        skip = pytest.mark.skip(reason="CI's tier: MAESTRALE_TEST_CI_TIER=1 (which .ci/run sets)")
+    if not ci_tier_runs():
+        skip = pytest.mark.skip(reason=SKIP_REASON)
         for item in items:
             browser = "browser" in getattr(item, "fixturenames", ())
             if browser or item.get_closest_marker(CI_TIER) is not None:

