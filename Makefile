@@ -67,6 +67,7 @@ run: $(VENV)/.run-installed
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy

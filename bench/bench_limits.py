@@ -27,13 +27,13 @@ import httpx
 import orjson
 
 from bench.bench_auth_path import _cpu_seconds
-from maestrale.catalog.config import ModelSpec, Price
+from maestrale.config.limits import ModelTokenLimits
+from maestrale.engines.specs import ModelSpec, Price
 from maestrale.engines.types import Usage
 from maestrale.gateway.hooks import Caller, CallInfo
 from maestrale.limits.hook import LimitsHook
 from maestrale.limits.memory import MemoryCounters
 from maestrale.limits.policy import EffectiveLimits
-from maestrale.limits.settings import ModelTokenLimits
 from tests.support import databases
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server, stop_server

@@ -33,11 +33,11 @@ from typing import Any, cast
 
 import llama_cpp
 
-from maestrale.catalog.config import ModelSpec, load_catalog
 from maestrale.engines.local.llama_cpp import LlamaCppEngine
 from maestrale.engines.local.llama_model import chat_formatter, parse_options
 from maestrale.engines.local.llama_tools import template_messages
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec, load_catalog
 from maestrale.engines.types import ChatRequest
 
 PROMPT = "Write a long story about a dragon who learns to sing."

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from bench.audio.sentences import HARVARD
-from maestrale.catalog.config import ModelSpec
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.transcription_types import TranscriptionRequest
 from tests.audio.speech import SENTENCES, encode, espeak_available, shipped, speak, wer
 

@@ -21,7 +21,7 @@ STEPS = (
     ("  ConnectorTools.call", ("ConnectorTools.call",)),
     ("    ConnectorService.row (read the connector)", ("ConnectorService.row",)),
     ("    ConnectorService.policy (activations)", ("ConnectorService.policy",)),
-    ("    ConnectorService.endpoint (credentials)", ("ConnectorService.endpoint",)),
+    ("    Keychain.endpoint (credentials)", ("Keychain.endpoint",)),
     ("    release (end of the transaction)", ("UnitOfWork.release", "UnitOfWork.commit")),
     ("    ConnectorRuntime.call (the MCP call, this task)", ("ConnectorRuntime.call",)),
     ("  sending the response (uvicorn send)", ("RequestResponseCycle.send",)),

@@ -54,8 +54,8 @@ def p50_p95(values: list[float]) -> str:
 async def fill(app: Any, conversation_id: str, count: int) -> None:
     """Add `count` entries (user / assistant pairs) straight to the database."""
     tenant = await default_tenant(app.state.services.db)
-    async with app.state.services.db.session() as session:
-        repo = ConversationRepository(session, tenant)
+    async with app.state.services.db.transaction() as work:
+        repo = ConversationRepository(work.session, tenant)
         row = await repo.get(conversation_id)
         assert isinstance(row, Conversation)
         bodies = []

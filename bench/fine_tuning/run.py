@@ -34,9 +34,9 @@ import httpx
 import sqlalchemy as sa
 
 from maestrale.app import create_app
-from maestrale.catalog.config import load_catalog
 from maestrale.core.migrate import upgrade
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import load_catalog
 from maestrale.engines.types import ChatRequest
 from maestrale.fine_tuning.tables import FineTuningCheckpoint, FineTuningEvent, FineTuningJob
 from tests.fine_tuning.test_training_completion import CODEWORD, QUESTION, conversations

@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from maestrale.catalog.config import load_catalog
 from maestrale.config import Settings
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import load_catalog
 from maestrale.libraries.ingest.chunking import chunk
 from maestrale.libraries.ingest.embedding import embed
 from maestrale.libraries.ingest.errors import EmbeddingUnavailable

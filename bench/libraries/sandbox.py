@@ -22,8 +22,8 @@ from pathlib import Path
 from bench.gateway.processes import BenchError
 from bench.harness import Call, Result, interleaved, run_main
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
+from maestrale.tools.code.python_runtime import RuntimeNotFound, find_runtime
 from maestrale.tools.code.runner import Limits, Sandbox
-from maestrale.tools.code.runtime import RuntimeNotFound, find_runtime
 
 TARGET_MS = 150.0
 LIMITS = Limits()

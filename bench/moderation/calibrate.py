@@ -29,7 +29,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.e5 import create_engine as create_e5
 from maestrale.engines.local.moderation.engine import (
     EXAMPLE_VECTORS_FILE,
@@ -41,6 +40,7 @@ from maestrale.engines.local.moderation.engine import (
     save_example_vectors,
 )
 from maestrale.engines.moderation_types import CATEGORIES
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult
 
 DATA = Path(__file__).parents[2] / "tests/classifiers/data/moderation_labelled.jsonl"

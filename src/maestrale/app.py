@@ -19,7 +19,7 @@ from maestrale import __version__
 from maestrale.api import API_ROUTES
 from maestrale.config import Settings, make_data_dir
 from maestrale.console import install_console
-from maestrale.core.auth.bootstrap import first_start
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import admin_principal
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.errors import install_error_handlers
@@ -28,9 +28,8 @@ from maestrale.core.middleware import RequestContextMiddleware
 from maestrale.core.migrate import upgrade_async
 from maestrale.core.readiness import install_probes
 from maestrale.core.websocket import websocket_not_found
-from maestrale.dependencies import app_services
 from maestrale.observability import errors as observability_errors
-from maestrale.services import Services, open_services, start_embedded_temporal
+from maestrale.services import Services, first_start, open_services, start_embedded_temporal
 from maestrale.tracing.setup import install_tracing
 from maestrale.workflows import routing as workflow_routing
 
@@ -44,8 +43,8 @@ async def _flush_key_usage(services: Services, lock: asyncio.Lock) -> None:
     async with lock:  # the last flush waits for one under way
         last_used = services.key_cache.take_last_used()
         if last_used:
-            async with services.db.session() as session:
-                await KeyRepository(session).touch(last_used)
+            async with services.db.transaction() as work:
+                await KeyRepository(work.session).touch(last_used)
 
 
 async def _key_usage_loop(services: Services, lock: asyncio.Lock) -> None:
@@ -73,7 +72,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if services.workflows is not None:  # workers reach Temporal only through its proxy
             from maestrale.workflows.workers.frontend import start_worker_proxy
 
-            await start_worker_proxy(stack, services)
+            await start_worker_proxy(
+                stack,
+                services.workflows,
+                db=services.db,
+                key_cache=services.key_cache,
+                settings=settings,
+            )
         metrics: Metrics = app.state.metrics
         if services.hub is not None:  # the scraped process gathers every process's metrics
             services.hub.answer("metrics.collect", metrics.render)
@@ -191,7 +196,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.metrics_access == "admin":
                 await admin_principal(request)
             registry: Metrics = request.app.state.metrics
-            hub = app_services(request).hub
+            services: Services = app_services(request)
+            hub = services.hub
             body = merge(await hub.call("metrics.gather")) if hub else registry.render()
             return Response(body, media_type=registry.content_type)
 

@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
     _common(revoke)
     revoke.add_argument("key_id")
-    from maestrale.limits.commands import add_parser as add_limits_parser
+    from maestrale.admin.billing.commands import add_parser as add_limits_parser
 
     add_limits_parser(sub, _common)
     from maestrale.classifiers.commands import add_parser as add_classifier_parser
@@ -155,14 +155,13 @@ async def _worker(settings: Settings, imports: list[str]) -> None:
 
 async def _keys(settings: Settings, args: argparse.Namespace) -> int:
     from maestrale.core.auth.repository import KeyRepository, TenancyRepository
-    from maestrale.core.auth.tables import Workspace
     from maestrale.core.clock import iso, utcnow
     from maestrale.core.db import Database
 
     db = Database(settings.resolved_database_url)
     try:
-        async with db.session() as session:
-            keys = KeyRepository(session)
+        async with db.transaction() as work:
+            keys = KeyRepository(work.session)
             if args.keys_command == "list":
                 now = utcnow()
                 for key in await keys.list_keys():
@@ -181,18 +180,21 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                 if not await keys.revoke(args.key_id):
                     print(f"no active key with id {args.key_id}", file=sys.stderr)
                     return 1
-                await _audit_key(session, args.key_id, "api_key.delete")
-                await session.commit()  # then tell the running servers
+                await _audit_key(work.session, args.key_id, "api_key.delete")
                 from maestrale.core.auth.invalidation import Invalidation
-                from maestrale.processes.bus import publish_once
+                from maestrale.hub.bus import publish_once
 
-                await publish_once(settings, [Invalidation("key", args.key_id)])
-                print(f"revoked {args.key_id}")
+                async def revoked() -> None:
+                    await publish_once(settings, [Invalidation("key", args.key_id)])
+                    print(f"revoked {args.key_id}")
+
+                # The running servers are told once the revocation is committed, never before.
+                work.on_commit(revoked)
                 return 0
             ws = (
-                await session.get(Workspace, args.workspace)
+                await TenancyRepository(work.session).workspace(args.workspace)
                 if args.workspace
-                else await TenancyRepository(session).default_workspace()
+                else await TenancyRepository(work.session).default_workspace()
             )
             if ws is None:
                 print(
@@ -210,7 +212,7 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
                 name=args.name,
                 expires_at=expires,
             )
-            await _audit_key(session, row.id, "api_key.create")
+            await _audit_key(work.session, row.id, "api_key.create")
             print(f"id: {row.id}", file=sys.stderr)
             print(clear)
             return 0
@@ -219,25 +221,24 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _audit_key(session: Any, key_id: str, action: str) -> None:
-    from maestrale.admin.audit import audit_entry
-    from maestrale.core.auth.tables import ApiKey
+    from maestrale.admin.audit import AuditLog
+    from maestrale.core.auth.repository import KeyRepository
 
-    key = await session.get(ApiKey, key_id)
+    key = await KeyRepository(session).get(key_id)
+    assert key is not None  # the caller has just created or revoked it
     state = {"kind": key.kind, "name": key.name, "hidden_key": key.hidden_key}
-    session.add(
-        audit_entry(
-            organization_id=key.organization_id,
-            actor="cli",
-            action=action,
-            target_type="api_key",
-            target_id=key_id,
-            before=state if action.endswith("delete") else None,
-            after={
-                **state,
-                "workspace_id": key.workspace_id,
-                "revoked": key.revoked_at is not None,
-            },
-        )
+    AuditLog(session).record(
+        organization_id=key.organization_id,
+        actor="cli",
+        action=action,
+        target_type="api_key",
+        target_id=key_id,
+        before=state if action.endswith("delete") else None,
+        after={
+            **state,
+            "workspace_id": key.workspace_id,
+            "revoked": key.revoked_at is not None,
+        },
     )
 
 
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("database is up to date")
         return 0
     if args.command == "limits":
-        from maestrale.limits.commands import run as run_limits
+        from maestrale.admin.billing.commands import run as run_limits
 
         return asyncio.run(run_limits(settings, args))
     if args.command == "secrets":

@@ -26,7 +26,7 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_files(registry, services.blobs)
         register_batch(registry, services)
         register_libraries(registry, services)
-        register_fine_tuning(registry, services)
-        register_campaigns(registry, services.gateway)
+        register_fine_tuning(registry, services.settings, services.blobs, services.engines)
+        register_campaigns(registry, services.platform_calls)
         register_dataset_imports(registry, services.blobs)
     return registry

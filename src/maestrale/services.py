@@ -1,8 +1,10 @@
 """The long-lived objects of a process, built in one place: the database, the engines, the
 accounting recorder, Redis, the caches and their invalidation, the limits, the gateway, blob
 storage, the server secret and the job registry. `serve` opens them in its lifespan and
-`maestrale worker` opens the same; request handlers reach them through the typed dependencies of
-`maestrale.dependencies`."""
+`maestrale worker` opens the same. Nothing below this root names `Services`: request handlers
+read one attribute each through the typed dependencies of the layer that owns it
+(`core.dependencies`, `engines.dependencies`, a domain's `dependencies`), and jobs, executors and
+tools are given the few objects they read, or a Protocol of their own that `Services` meets."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from maestrale.accounting.recorder import Recorder
-from maestrale.catalog.config import load_catalog
+from maestrale.completions.platform_calls import CompletionCalls
 from maestrale.config import Settings, previous_secrets, secret_value
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.server_tools import ToolboxFactory
+from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.invalidation import Bus, Invalidator, RedisBus
 from maestrale.core.blobs import BlobStore, LocalBlobStore
@@ -29,17 +32,21 @@ from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobRegistry
 from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineFactory, EngineRegistry
+from maestrale.engines.specs import load_catalog
 from maestrale.fine_tuning.artifacts import ArtifactFiles
 from maestrale.gateway.gateway import Gateway
+from maestrale.gateway.platform_calls import PlatformCalls
+from maestrale.hub.client import HubClient
+from maestrale.hub.counters import HubCounters
 from maestrale.limits.setup import Limits, build_limits, redis_client
-from maestrale.processes.client import HubClient
 from maestrale.tracing.setup import trace_process
 from maestrale.workflows.temporal.engine import TemporalEngine, TemporalTarget
 
 if TYPE_CHECKING:
-    from maestrale.connectors.runtime import ConnectorRuntime
+    from maestrale.connectors.network import ConnectorRuntime
 
 log = logging.getLogger("maestrale.services")
+bootstrap_log = logging.getLogger("maestrale.bootstrap")
 
 
 @dataclass(slots=True)
@@ -53,6 +60,8 @@ class Services:
     invalidator: Invalidator
     limits: Limits
     gateway: Gateway
+    # The platform's own model calls (judges, similar events), on the completions domain.
+    platform_calls: PlatformCalls
     blobs: BlobStore
     secret_key: bytes
     histories: Histories
@@ -110,15 +119,16 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     key_cache = KeyCache(settings.auth_cache_ttl)
     bus: Bus | None = RedisBus(redis) if redis is not None else None
     if bus is None and hub is not None:
-        from maestrale.processes.bus import HubBus
+        from maestrale.hub.bus import HubBus
 
         bus = HubBus(hub)
     invalidator = Invalidator(key_cache, bus)
-    limits = build_limits(settings, db, redis, hub)
+    limits = build_limits(settings, db, redis, HubCounters(hub) if hub is not None else None)
     secret_key = load_or_create_secret(settings.data_dir, secret_value(settings.secret_key))
     blobs = make_blob_store(settings)
     artifacts = ArtifactFiles(blobs, settings.data_dir / "models")
     invalidator.subscribe_local(limits.provider.on_invalidation)
+    gateway = Gateway(engines, recorder, db, hooks=[limits.hook], artifacts=artifacts.local)
     services = Services(
         settings=settings,
         db=db,
@@ -128,7 +138,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         key_cache=key_cache,
         invalidator=invalidator,
         limits=limits,
-        gateway=Gateway(engines, recorder, db, hooks=[limits.hook], artifacts=artifacts.local),
+        gateway=gateway,
+        platform_calls=CompletionCalls(gateway),
         blobs=blobs,
         secret_key=secret_key,
         histories=Histories(),
@@ -161,8 +172,8 @@ def open_connectors(services: Services) -> None:
     runs for conversations: connectors' and the built-in ones."""
     from maestrale.connectors.dependencies import connector_settings
     from maestrale.connectors.mcp.client import McpClients
-    from maestrale.connectors.runtime import ConnectorRuntime
-    from maestrale.connectors.tools import ConnectorToolboxes
+    from maestrale.connectors.network import ConnectorRuntime
+    from maestrale.connectors.toolbox import ConnectorToolboxes
     from maestrale.tools.toolboxes import BuiltinToolboxes, JoinedToolboxes, builtin_tools
 
     allow_private = services.settings.connector_allow_private
@@ -173,8 +184,8 @@ def open_connectors(services: Services) -> None:
         allow_private=allow_private,
         cache_ttl=services.settings.connector_cache_ttl,
     )
-    connectors = ConnectorToolboxes(services.connectors, connector_settings(services))
-    builtins = BuiltinToolboxes(services, builtin_tools(services))
+    connectors = ConnectorToolboxes(services.connectors, connector_settings(services.settings))
+    builtins = BuiltinToolboxes(services, builtin_tools(services.settings))
     # Built-in tools first: a connector's tool never shadows one of theirs.
     services.toolboxes = JoinedToolboxes([builtins, connectors])
 
@@ -208,6 +219,22 @@ async def start_embedded_temporal(
     return temporal_engine(settings, address)
 
 
+async def first_start(db: Database, settings: Settings) -> None:
+    """The bootstrap of a serving process (or of the supervisor of several), from its settings
+    (`core.auth.bootstrap`)."""
+    async with db.transaction() as work:
+        created = await bootstrap(
+            work.session,
+            api_key=secret_value(settings.bootstrap_api_key),
+            admin_key=secret_value(settings.bootstrap_admin_key),
+            keys_file=settings.data_dir / "bootstrap-keys",
+        )
+    if created is not None:
+        bootstrap_log.info(
+            "created the default organization and workspace %s", created.workspace_id
+        )
+
+
 async def connect_hub(path: Path) -> HubClient:
     """The connection of a server process of `serve --workers` to its supervisor's hub. Losing it
     means the supervisor is gone: the process then stops as on SIGTERM (it would be left with
@@ -224,6 +251,6 @@ async def connect_hub(path: Path) -> HubClient:
 
 async def hosted_engines(hub: HubClient) -> dict[str, EngineFactory]:
     """The engine factories of a server process with a hub: proxies of the engines it hosts."""
-    from maestrale.processes.engines import remote_factories
+    from maestrale.hub.engines import remote_factories
 
     return remote_factories(hub, await hub.call("engines.describe"))

@@ -22,7 +22,10 @@ from maestrale.observability.campaigns import tables as observability_campaign_t
 from maestrale.observability.datasets import tables as observability_dataset_tables
 from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
-from maestrale.workflows import tables as workflow_tables
+from maestrale.workflows.events import tables as workflow_event_tables
+from maestrale.workflows.executions import tables as workflow_execution_tables
+from maestrale.workflows.registry import tables as workflow_registry_tables
+from maestrale.workflows.schedules import tables as workflow_schedule_tables
 
 metadata = Base.metadata
 
@@ -59,5 +62,8 @@ __all__ = [
     "observability_dataset_tables",
     "observability_event_tables",
     "observability_judge_tables",
-    "workflow_tables",
+    "workflow_event_tables",
+    "workflow_execution_tables",
+    "workflow_registry_tables",
+    "workflow_schedule_tables",
 ]

@@ -15,10 +15,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from maestrale.accounting.recorder import Recorder
-from maestrale.accounting.tables import UsageRecord
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
-from maestrale.observability.events.tables import ChatCompletionEvent
 
 pytestmark = pytest.mark.both_databases()
 
@@ -64,8 +63,10 @@ def _event(text: str) -> dict[str, Any]:
 
 
 async def _count(db: Database, table: Any) -> int:
-    async with db.session() as session:
-        return int((await session.execute(select(func.count()).select_from(table))).scalar_one())
+    async with db.transaction() as work:
+        return int(
+            (await work.session.execute(select(func.count()).select_from(table))).scalar_one()
+        )
 
 
 async def test_nul_characters_do_not_poison_the_buffer(db: Database) -> None:

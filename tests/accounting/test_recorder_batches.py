@@ -13,9 +13,9 @@ from sqlalchemy.exc import OperationalError
 
 from maestrale.accounting.bulk import BATCH_ROWS
 from maestrale.accounting.recorder import Recorder
-from maestrale.accounting.tables import UsageRecord
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from maestrale.core.db import Database
-from maestrale.observability.events.tables import ChatCompletionEvent, ChatCompletionEventText
+from maestrale.observability.events.tables import ChatCompletionEventText
 from tests.accounting.test_recorder import _count, _event, _usage
 
 pytestmark = pytest.mark.both_databases()
@@ -61,10 +61,10 @@ async def test_rows_are_stored_as_sqlalchemy_would_store_them(db: Database) -> N
     event["request_messages"] = [{"role": "user", "content": [{"type": "text", "text": "a"}]}]
     recorder.record(usage, event)
     await recorder.close()
-    async with db.session() as session:
-        stored = (await session.execute(select(UsageRecord))).scalar_one()
-        ev = (await session.execute(select(ChatCompletionEvent))).scalar_one()
-        text = (await session.execute(select(ChatCompletionEventText))).scalar_one()
+    async with db.transaction() as work:
+        stored = (await work.session.execute(select(UsageRecord))).scalar_one()
+        ev = (await work.session.execute(select(ChatCompletionEvent))).scalar_one()
+        text = (await work.session.execute(select(ChatCompletionEventText))).scalar_one()
     uuid.UUID(stored.id)  # the column default made it
     assert (stored.source, stored.status_code, stored.key_id, stored.pages) == ("api", 200, None, 0)
     assert (stored.prompt_tokens, stored.audio_seconds, stored.cost) == (0, 0.0, 1e-7)

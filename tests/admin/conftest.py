@@ -61,13 +61,13 @@ async def create_key(admin: httpx.AsyncClient, user_id: str, workspace_id: str) 
 
 async def foreign_admin_key(app: FastAPI) -> tuple[str, str, str]:
     """Another organization with a workspace, a user and an admin key: (key, org, workspace)."""
-    async with app.state.services.db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with app.state.services.db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         org = await tenancy.create_organization("foreign")
         ws = await tenancy.create_workspace(org.id, "foreign workspace")
         user = await tenancy.create_user(org.id, "someone@foreign.test", ["organization_admin"])
         await tenancy.add_member(ws.id, user.id, ["workspace_admin"])
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="admin", organization_id=org.id, workspace_id=None, user_id=user.id, name="f"
         )
         return key, org.id, ws.id

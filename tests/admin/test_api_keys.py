@@ -52,9 +52,9 @@ async def test_created_key_works_at_once_and_is_shown_once(
     assert body["actions"] == {"delete": {"status": "available"}}  # opt-in: no rotate
     async with make_client(app, body["key"]) as c:
         assert (await c.get("/v1/models")).status_code == 200
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         row = (
-            await session.execute(select(ApiKey).where(ApiKey.id == body["key_id"]))
+            await work.session.execute(select(ApiKey).where(ApiKey.id == body["key_id"]))
         ).scalar_one()
     assert row.key_hash == hash_key(body["key"])
     assert body["key"] not in (row.hidden_key, row.name)

@@ -156,8 +156,8 @@ async def test_usage_previous_month_reaches_back_to_the_organization(
     billed_app: FastAPI,
 ) -> None:
     async with admin_client(billed_app) as admin:
-        async with billed_app.state.services.db.session() as session:
-            org = (await session.execute(select(Organization))).scalars().first()
+        async with billed_app.state.services.db.transaction() as work:
+            org = (await work.session.execute(select(Organization))).scalars().first()
             assert org is not None
             org.created_at = datetime(2024, 1, 15, tzinfo=UTC)
         march = (await admin.get("/v1/admin/usage", params={"month": 3, "year": 2024})).json()

@@ -17,15 +17,17 @@ async def test_cli_key_changes_are_audited(tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert run("migrate", data_dir=data).returncode == 0
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
-    async with db.session() as session:
-        await bootstrap(session, api_key=None, admin_key=None, keys_file=None)
+    async with db.transaction() as work:
+        await bootstrap(work.session, api_key=None, admin_key=None, keys_file=None)
     created = run("keys", "create", "--name", "audited", data_dir=data)
     key = created.stdout.strip()
     key_id = created.stderr.split("id: ")[1].split()[0]
     assert run("keys", "revoke", key_id, data_dir=data).returncode == 0
-    async with db.session() as session:
+    async with db.transaction() as work:
         entries = list(
-            (await session.execute(select(AuditEntry).order_by(AuditEntry.created_at))).scalars()
+            (
+                await work.session.execute(select(AuditEntry).order_by(AuditEntry.created_at))
+            ).scalars()
         )
     await db.dispose()
     assert [(e.actor, e.action, e.target_id) for e in entries] == [

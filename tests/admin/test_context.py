@@ -33,8 +33,8 @@ class RecordingInvalidator(Invalidator):
 
 async def _context(app: FastAPI, invalidator: Invalidator) -> AdminContext:
     db = app.state.services.db
-    async with db.session() as session:
-        organization_id = (await session.execute(select(Organization.id))).scalars().first()
+    async with db.transaction() as work:
+        organization_id = (await work.session.execute(select(Organization.id))).scalars().first()
     assert organization_id is not None
     principal = Principal(
         key_id="",

@@ -135,12 +135,16 @@ async def test_every_change_is_audited_without_secrets(
     await admin.post("/v1/admin/spend-limit", json={"amount": 12})
     await admin.delete(f"/v1/admin/workspaces/{team}")
     await admin.delete(f"/v1/admin/users/{user}")
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         admin_key_id = (
-            await session.execute(select(ApiKey.id).where(ApiKey.key_hash == hash_key(ADMIN_KEY)))
+            await work.session.execute(
+                select(ApiKey.id).where(ApiKey.key_hash == hash_key(ADMIN_KEY))
+            )
         ).scalar_one()
         entries = list(
-            (await session.execute(select(AuditEntry).order_by(AuditEntry.created_at))).scalars()
+            (
+                await work.session.execute(select(AuditEntry).order_by(AuditEntry.created_at))
+            ).scalars()
         )
     actions = [e.action for e in entries]
     for expected in (
@@ -177,8 +181,8 @@ async def test_every_change_is_audited_without_secrets(
 
 async def test_a_refused_change_is_not_audited(app: FastAPI, admin: httpx.AsyncClient) -> None:
     await admin.delete(f"/v1/admin/users/{await owner_id(admin)}")  # last admin: 409
-    async with app.state.services.db.session() as session:
-        assert list((await session.execute(select(AuditEntry))).scalars()) == []
+    async with app.state.services.db.transaction() as work:
+        assert list((await work.session.execute(select(AuditEntry))).scalars()) == []
 
 
 async def test_admin_key_of_another_kind_of_caller(app: FastAPI) -> None:

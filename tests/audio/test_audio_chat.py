@@ -16,8 +16,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.accounting.tables import UsageRecord
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from tests.audio.conftest import lent_app
 from tests.audio.speech import shipped, wer
 from tests.support.app_fixtures import make_client
@@ -69,9 +68,9 @@ async def test_audio_is_transcribed_then_answered_and_both_calls_are_accounted(
     heard = answer.removeprefix("echo: Summarise:\n")
     assert wer(CLIP.text, heard) <= 0.25, answer
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        rows = (await session.execute(select(UsageRecord))).scalars().all()
-        events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(UsageRecord))).scalars().all()
+        events = (await work.session.execute(select(ChatCompletionEvent))).scalars().all()
     by_endpoint = {row.endpoint: row for row in rows}
     assert sorted(by_endpoint) == ["audio_transcriptions", "chat"] and len(rows) == 2
     assert 3.8 < by_endpoint["audio_transcriptions"].audio_seconds < 4.0
@@ -122,8 +121,8 @@ async def test_bad_audio_is_refused(
     assert response.status_code == status, response.text
     assert needle in response.text
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        rows = (await session.execute(select(UsageRecord))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(UsageRecord))).scalars().all()
     assert all(row.endpoint == "audio_transcriptions" for row in rows)  # the chat never ran
 
 
@@ -153,8 +152,8 @@ async def test_conversations_do_not_drop_the_audio(client: httpx.AsyncClient) ->
 
 
 def test_the_catalog_checks_what_an_audio_chat_entry_names() -> None:
-    from maestrale.catalog.config import CatalogError, ModelSpec
     from maestrale.engines.registry import EngineRegistry
+    from maestrale.engines.specs import CatalogError, ModelSpec
 
     echo = ModelSpec(id="echo", engine="builtin", capabilities=["completion_chat"])
     ears = ModelSpec(id="ears", engine="builtin", capabilities=["audio_transcription"])

@@ -103,8 +103,8 @@ class _SpyModel:
 async def test_whisper_decodes_with_the_library_beam_unless_the_catalog_says_greedy() -> None:
     """Issue 14: greedy decoding (beam 1) was the default; the library's beam (5) is, and
     `beam_size = 1` in the catalog entry's options keeps greedy decoding available."""
-    from maestrale.catalog.config import ModelSpec
     from maestrale.engines.local.whisper import create_engine
+    from maestrale.engines.specs import ModelSpec
 
     clip = shipped()["report.wav"].data
     seen = {}
@@ -123,8 +123,8 @@ async def test_whisper_decodes_with_the_library_beam_unless_the_catalog_says_gre
 async def test_whisper_by_default_transcribes_as_the_library_beam_does(whisper: Any) -> None:
     """The default engine and one told the library's beam explicitly give the same text (on the
     clip of the issue, where greedy decoding on this machine gave "round-fark ... nog")."""
-    from maestrale.catalog.config import ModelSpec
     from maestrale.engines.local.whisper import create_engine
+    from maestrale.engines.specs import ModelSpec
 
     speech = speak("the quick brown fox jumps over the lazy dog", "en-us", 140)
     explicit = create_engine(
@@ -142,8 +142,8 @@ async def test_whisper_by_default_transcribes_as_the_library_beam_does(whisper: 
 @pytest.fixture(scope="module")
 async def sphinx() -> Any:
     pytest.importorskip("pocketsphinx")
-    from maestrale.catalog.config import ModelSpec
     from maestrale.engines.local.sphinx import create_engine
+    from maestrale.engines.specs import ModelSpec
 
     engine = create_engine(ModelSpec(id="pocketsphinx-en", engine="pocketsphinx"))
     yield engine

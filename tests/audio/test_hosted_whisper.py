@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.protocols import (
     ChatEngine,
     RealtimeTranscriptionEngine,
     TranscriptionEngine,
 )
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.transcription_types import (
     PcmFormat,
     RealtimeInput,
@@ -22,7 +22,7 @@ from maestrale.engines.transcription_types import (
     TranscriptionRequest,
     TranscriptionResult,
 )
-from maestrale.processes.engines import EngineHost, RemoteEngine, remote_factories
+from maestrale.hub.engines import EngineHost, RemoteEngine, remote_factories
 from tests.audio.conftest import WHISPER_ID
 from tests.audio.speech import shipped, wer
 from tests.processes.hubs import running_hub

@@ -13,12 +13,12 @@ import pytest
 from aiohttp import web
 
 from maestrale.app import create_app
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.openai_compat.transcription import (
     TranscriptionPassthrough,
     create_engine,
 )
 from maestrale.engines.protocols import TranscriptionEngine
+from maestrale.engines.specs import CatalogError, ModelSpec
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     TranscriptionRequest,

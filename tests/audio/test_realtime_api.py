@@ -89,8 +89,8 @@ async def until(conn: ClientConnection, kind: str) -> list[dict[str, Any]]:
 
 async def usage_rows(app: FastAPI) -> list[UsageRecord]:
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        return list((await session.execute(select(UsageRecord))).scalars().all())
+    async with app.state.services.db.transaction() as work:
+        return list((await work.session.execute(select(UsageRecord))).scalars().all())
 
 
 async def test_text_arrives_before_the_audio_ends_and_the_session_is_accounted(

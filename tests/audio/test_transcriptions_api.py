@@ -114,8 +114,8 @@ async def test_usage_records_the_audio_seconds(app: FastAPI, client: httpx.Async
     assert (await transcribe(client)).status_code == 200
     assert (await transcribe(client, stream="true")).status_code == 200
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        rows = (await session.execute(select(UsageRecord))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(UsageRecord))).scalars().all()
     assert [r.endpoint for r in rows] == ["audio_transcriptions"] * 2
     for row in rows:
         assert row.status_code == 200

@@ -72,9 +72,9 @@ async def test_transcription_lines(
     assert errors["french"]["response"]["status_code"] == 400
 
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         rows = (
-            await session.execute(
+            await work.session.execute(
                 sa.select(UsageRecord).where(
                     UsageRecord.correlation_id == job["id"], UsageRecord.status_code == 200
                 )

@@ -11,8 +11,7 @@ import orjson
 import sqlalchemy as sa
 from fastapi import FastAPI
 
-from maestrale.accounting.tables import UsageRecord
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from tests.batch.support import ECHO, create_job, input_file, jsonl_file, run_jobs
 
 WEATHER = {
@@ -74,9 +73,9 @@ async def test_conversation_lines_on_a_model(app: FastAPI, client: httpx.AsyncCl
 
     # Accounted as batch calls, each event with its job and line.
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         usage = (
-            await session.execute(
+            await work.session.execute(
                 sa.select(UsageRecord.source, UsageRecord.correlation_id).where(
                     UsageRecord.source == "batch"
                 )
@@ -84,7 +83,7 @@ async def test_conversation_lines_on_a_model(app: FastAPI, client: httpx.AsyncCl
         ).all()
         events = (
             (
-                await session.execute(
+                await work.session.execute(
                     sa.select(ChatCompletionEvent).where(
                         ChatCompletionEvent.correlation_id == conversation_id
                     )

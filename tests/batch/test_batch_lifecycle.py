@@ -151,8 +151,8 @@ async def test_lines_in_flight_are_bounded_per_worker(
 
 async def test_timeout_exceeded(app: FastAPI, client: httpx.AsyncClient) -> None:
     job = await create_job(client, requests=[REQUEST], timeout_hours=1)
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             sa.update(BatchJob)
             .where(BatchJob.id == job["id"])
             .values(created_at=utcnow() - timedelta(hours=1, seconds=1))
@@ -211,8 +211,8 @@ async def test_a_job_whose_worker_gave_up_reads_failed(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     job = await create_job(client, requests=[REQUEST])
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             sa.update(Job)
             .where(Job.kind == "batch.run")
             .values(status="failed", last_error="lease expired after 10 attempts")

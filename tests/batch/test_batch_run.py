@@ -9,8 +9,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 
-from maestrale.accounting.tables import UsageRecord
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from tests.batch.support import ECHO, chat_line, create_job, input_file, jsonl_file, run_jobs
 
 

@@ -18,11 +18,11 @@ from tests.support.app_fixtures import TenantKey, make_client
 async def _point_at(app: FastAPI, batch_id: str, file_ids: list[str]) -> BatchJob:
     """Rewrite the job's input files behind the API's back."""
     db: Database = app.state.services.db
-    async with db.session() as session:
-        await session.execute(
+    async with db.transaction() as work:
+        await work.session.execute(
             sa.update(BatchJob).where(BatchJob.id == batch_id).values(input_files=file_ids)
         )
-        row = await session.get(BatchJob, batch_id)
+        row = await work.session.get(BatchJob, batch_id)
         assert row is not None
         return row
 

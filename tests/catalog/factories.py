@@ -13,7 +13,7 @@ from maestrale.core.ids import new_id, short_token
 async def create_fine_tuned(
     db: Database, tenant: Tenant, *, root: str = "maestrale-echo", model_type: str = "completion"
 ) -> FineTunedModel:
-    async with db.session() as session:
+    async with db.transaction() as work:
         row = FineTunedModel(
             id=f"ft:{root}:{short_token(4)}:{short_token(4)}",
             root=root,
@@ -38,4 +38,4 @@ async def create_fine_tuned(
                 else []
             ),
         )
-        return await FineTunedModelRepository(session, tenant).add(row)
+        return await FineTunedModelRepository(work.session, tenant).add(row)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from maestrale.catalog.config import CatalogError, load_catalog
 from maestrale.engines.builtin import BuiltinEngine
 from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CatalogError, load_catalog
 
 
 def test_defaults_have_the_builtin_models() -> None:

@@ -9,7 +9,7 @@ import importlib.util
 import httpx
 import pytest
 
-from maestrale.catalog.config import ModelSpec, load_catalog
+from maestrale.engines.specs import ModelSpec, load_catalog
 
 # Model names that the official SDKs' examples and READMEs (mistralai/client-python,
 # mistralai/client-ts) and the platform's documentation (model pages, changelog, batch and

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.e5 import E5Engine
 from maestrale.engines.local.e5 import create_engine as create_e5
 from maestrale.engines.local.moderation.engine import (
@@ -23,6 +22,7 @@ from maestrale.engines.local.moderation.engine import (
 )
 from maestrale.engines.local.moderation.engine import create_engine as create_moderation
 from maestrale.engines.moderation_types import CATEGORIES, ModerationRequest
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult
 
 DATA = Path(__file__).parent / "data" / "moderation_labelled.jsonl"

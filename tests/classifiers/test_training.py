@@ -8,12 +8,12 @@ from typing import Any
 import orjson
 import pytest
 
-from maestrale.catalog.config import load_catalog
 from maestrale.classifiers.embedder import registry_embedder
 from maestrale.classifiers.training import TrainingDataError, read_examples, train_classifier
 from maestrale.engines.builtin.embeddings import embed as builtin_embed
 from maestrale.engines.local.classifier_artifact import ArtifactError, load_artifact
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import load_catalog
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError
 
 DATA = Path(__file__).parent / "data" / "classifier_train.jsonl"

@@ -10,9 +10,8 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.accounting.tables import UsageRecord
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.catalog.factories import create_fine_tuned
 
 WEATHER = {
@@ -247,13 +246,13 @@ async def test_every_call_is_accounted(
         headers={"x-correlation-id": "corr-1"},
     )
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         usage = (
-            (await session.execute(select(UsageRecord).order_by(UsageRecord.created_at)))
+            (await work.session.execute(select(UsageRecord).order_by(UsageRecord.created_at)))
             .scalars()
             .all()
         )
-        events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
+        events = (await work.session.execute(select(ChatCompletionEvent))).scalars().all()
     assert [u.status_code for u in usage] == [200, 503, 200, 200]
     assert all(u.workspace_id == tenant.workspace_id and u.key_id for u in usage)
     assert usage[0].total_tokens == usage[0].prompt_tokens + usage[0].completion_tokens > 0

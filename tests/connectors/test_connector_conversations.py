@@ -211,10 +211,10 @@ async def test_a_requests_own_authorization_is_used_and_stored_sealed(
         "/v1/conversations", json={"agent_id": agent.json()["id"], "inputs": "/call headers {}"}
     )
     assert f"Bearer {token}" in used.json()["outputs"][0]["info"]["output"]
-    async with conn_app.state.services.db.session() as session:
+    async with conn_app.state.services.db.transaction() as work:
         stored = [
-            *(await session.execute(select(Conversation.tools))).scalars(),
-            *(await session.execute(select(AgentVersion.tools))).scalars(),
+            *(await work.session.execute(select(Conversation.tools))).scalars(),
+            *(await work.session.execute(select(AgentVersion.tools))).scalars(),
         ]
     assert stored and token not in json.dumps(stored)
 

@@ -163,9 +163,9 @@ async def test_credentials_are_sealed_and_reach_the_server(
     text = seen["content"][0]["text"]
     assert secret_token in text and secret_header in text  # they reached the server
 
-    async with conn_app.state.services.db.session() as session:
-        rows = (await session.execute(select(ConnectorCredential))).scalars().all()
-        connector = (await session.execute(select(Connector))).scalars().one()
+    async with conn_app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(ConnectorCredential))).scalars().all()
+        connector = (await work.session.execute(select(Connector))).scalars().one()
     assert rows and all(secret_token not in r.sealed for r in rows)
     assert connector.headers_sealed and secret_header not in connector.headers_sealed
 
@@ -239,12 +239,12 @@ async def test_organization_wide_connectors_and_another_workspace(
     url, _ = tools_server
     org_wide = await _create(conn_client, url, "everyone", visibility="shared_org")
     local = await _create(conn_client, url, "local", visibility="shared_workspace")
-    async with conn_app.state.services.db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with conn_app.state.services.db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         home = await tenancy.default_workspace()
         assert home is not None
         ws = await tenancy.create_workspace(home.organization_id, "second", is_default=False)
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="standard",
             organization_id=home.organization_id,
             workspace_id=ws.id,
@@ -320,10 +320,10 @@ async def test_another_replicas_change_applies_within_the_cache_ttl(
     conn_app.state.services.connectors.cache_ttl = 3.0
     resolved_at = time.monotonic()
     assert (await conn_client.post(call, json={})).status_code == 200
-    async with conn_app.state.services.db.session() as session:
-        ws = await TenancyRepository(session).default_workspace()
+    async with conn_app.state.services.db.transaction() as work:
+        ws = await TenancyRepository(work.session).default_workspace()
         assert ws is not None
-        session.add(
+        work.session.add(
             ConnectorActivation(
                 connector_id=created["id"],
                 scope="workspace",

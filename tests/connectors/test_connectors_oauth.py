@@ -94,8 +94,8 @@ async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
         assert again.status_code == 200 and again.json()["content"][0]["text"] == "three"
         assert guard.accepted >= 3
 
-        async with conn_app.state.services.db.session() as session:
-            (row,) = (await session.execute(select(ConnectorCredential))).scalars().all()
+        async with conn_app.state.services.db.transaction() as work:
+            (row,) = (await work.session.execute(select(ConnectorCredential))).scalars().all()
         tokens = [t for t in auth.store._access] + [t for t in auth.store._refresh]
 
         # Once the refresh token is dead too, the call says the server refused the credentials

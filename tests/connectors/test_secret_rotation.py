@@ -65,9 +65,9 @@ async def test_rotate_then_reseal(
     db, box = Database(database_url), box_of(settings)
     assert await reseal(db, box) == (2, 0)
     assert await reseal(db, box) == (0, 0)  # nothing left under the old key
-    async with db.session() as session:
-        sealed = [*(await session.execute(select(ConnectorCredential.sealed))).scalars()]
-        sealed += [*(await session.execute(select(Connector.headers_sealed))).scalars()]
+    async with db.transaction() as work:
+        sealed = [*(await work.session.execute(select(ConnectorCredential.sealed))).scalars()]
+        sealed += [*(await work.session.execute(select(Connector.headers_sealed))).scalars()]
     assert all(box.is_current(v) for v in sealed)
     await db.dispose()
 

@@ -70,8 +70,8 @@ async def test_sign_in_sets_an_httponly_strict_cookie_that_holds_no_key(
     assert "Secure" not in cookie  # plain http here; https requests get Secure
     # The row keeps the key sealed, and the token only as its hash.
     token = visitor.cookies[COOKIE]
-    async with db_of(app).session() as session:
-        rows = (await session.execute(select(ConsoleSession))).scalars().all()
+    async with db_of(app).transaction() as work:
+        rows = (await work.session.execute(select(ConsoleSession))).scalars().all()
     assert len(rows) == 1
     assert rows[0].id != token
     assert API_KEY not in rows[0].api_key
@@ -86,8 +86,8 @@ async def test_signing_in_again_replaces_the_session(
     second = await sign_in(visitor, admin_key=ADMIN_KEY)
     assert visitor.cookies[COOKIE] != old_cookie
     assert second != first
-    async with db_of(app).session() as session:
-        rows = (await session.execute(select(ConsoleSession))).scalars().all()
+    async with db_of(app).transaction() as work:
+        rows = (await work.session.execute(select(ConsoleSession))).scalars().all()
     assert len(rows) == 1
     assert rows[0].admin_key is not None
 
@@ -258,15 +258,15 @@ async def test_an_expired_session_is_refused_and_removed(
     app: FastAPI, visitor: httpx.AsyncClient
 ) -> None:
     csrf = await sign_in(visitor)
-    async with db_of(app).session() as session:
-        await session.execute(
+    async with db_of(app).transaction() as work:
+        await work.session.execute(
             update(ConsoleSession).values(expires_at=utcnow() - timedelta(seconds=1))
         )
     answer = await visitor.get("/console/api/v1/models", headers={"x-csrf-token": csrf})
     assert answer.status_code == 401
     assert answer.json()["code"] == "console_session_expired"
-    async with db_of(app).session() as session:
-        assert (await session.execute(select(ConsoleSession))).first() is None
+    async with db_of(app).transaction() as work:
+        assert (await work.session.execute(select(ConsoleSession))).first() is None
     page = await visitor.get("/console/playground")
     assert page.headers["location"] == "/console/sign-in?expired=1"
 

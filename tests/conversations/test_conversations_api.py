@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
 from tests.support.app_fixtures import TenantKey, make_client
 
 pytestmark = pytest.mark.both_databases("maestrale.conversations.repository")
@@ -94,8 +94,8 @@ async def test_model_conversation(app: FastAPI, client: httpx.AsyncClient) -> No
 
     # Each model turn is a chat completion event correlated with the conversation.
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        events = (await work.session.execute(select(ChatCompletionEvent))).scalars().all()
     assert [e.correlation_id for e in events] == [conv_id, conv_id]
     assert events[1].request_messages[0] == {"role": "system", "content": "Be brief."}
 
@@ -347,11 +347,11 @@ async def test_appends_number_entries_and_touch_the_conversation(
     assert after > before
     history = (await client.get(f"{url}/history")).json()["entries"]
     restarted = await post(client, f"{url}/restart", from_entry_id=history[3]["id"], inputs="again")
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         for cid, count in ((conv_id, 6), (restarted["conversation_id"], 6)):
-            conversation = await session.get(Conversation, cid)
+            conversation = await work.session.get(Conversation, cid)
             assert conversation is not None and conversation.entry_count == count
-            rows = await session.execute(
+            rows = await work.session.execute(
                 select(ConversationEntry.seq, ConversationEntry.id)
                 .where(ConversationEntry.conversation_id == cid)
                 .order_by(ConversationEntry.seq)

@@ -10,19 +10,19 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.conversations import entries as E
+from maestrale.accounting.tables import ChatCompletionEvent
+from maestrale.conversations.entries import entry, message_output
 from maestrale.conversations.histories import Histories
-from maestrale.conversations.prepared import Prepared
+from maestrale.conversations.loop.run import RunResult
+from maestrale.conversations.loop.turn_request import EMPTY
 from maestrale.conversations.repository import ConversationRepository
-from maestrale.conversations.runtime import RunResult, Target
-from maestrale.conversations.service import ConversationService
+from maestrale.conversations.service import ConversationService, Prepared
 from maestrale.conversations.tables import Conversation
-from maestrale.conversations.turn import EMPTY
-from maestrale.conversations.turns import TurnPolicy, Turns
+from maestrale.conversations.targets import Target
+from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.uow import UnitOfWork, unit_of_work
 from maestrale.gateway.hooks import Caller
-from maestrale.observability.events.tables import ChatCompletionEvent
 
 pytestmark = pytest.mark.both_databases("maestrale.conversations.repository")
 
@@ -46,24 +46,24 @@ async def test_append_reads_entries_another_replica_wrote(
         len(app.state.services.histories.get(key, 10).entries) == 4
     )  # what the append read and wrote (committed)
     # Another replica appends (straight to the database: this process's copy does not see it).
-    async with app.state.services.db.session() as session:
-        repo = ConversationRepository(session, tenant)
+    async with app.state.services.db.transaction() as work:
+        repo = ConversationRepository(work.session, tenant)
         row = await repo.get(conv_id)
         assert row is not None
         assert await repo.add_entries(
             row.id,
             row.entry_count,
-            [E.entry("message.input", role="user", content="elsewhere", prefix=False)],
+            [entry("message.input", role="user", content="elsewhere", prefix=False)],
         )
     answered = await post(client, url, inputs="three")
     assert answered["outputs"][0]["content"] == "echo: three"
     await post(client, url, inputs="four")
 
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         events = (
             (
-                await session.execute(
+                await work.session.execute(
                     select(ChatCompletionEvent)
                     .where(ChatCompletionEvent.correlation_id == conv_id)
                     .order_by(ChatCompletionEvent.created_at)
@@ -116,7 +116,7 @@ def test_copies_are_bounded_and_checked_against_the_count() -> None:
 
 def test_a_copys_turn_prefix_counts_toward_the_bound() -> None:
     histories = Histories(max_entries=5)
-    two = tuple(E.entry("message.input", role="user", content=f"q{i}") for i in range(2))
+    two = tuple(entry("message.input", role="user", content=f"q{i}") for i in range(2))
     prefix, errors = EMPTY.extend(list(two))
     assert prefix is not None and not errors
     histories.put(("w", "a"), two, prefix)
@@ -130,14 +130,14 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
     back (the entries were never written: another append will take their numbers)."""
     services = app.state.services
     caller = Caller(tenant.organization_id, tenant.workspace_id)
-    outputs = [E.message_output("echo: x", None, "maestrale-echo")]
+    outputs = [message_output("echo: x", None, "maestrale-echo")]
     target = Target(model="maestrale-echo")
     result = RunResult(outputs, {}, target)
 
     def service_in(work: UnitOfWork) -> ConversationService:
-        turns = Turns(services.db, tenant, TurnPolicy())
+        leases = TurnLeases(services.db, tenant, TurnLeasePolicy())
         return ConversationService(
-            work, tenant, services.engines, services.gateway, caller, services.histories, turns
+            work, tenant, services.engines, services.gateway, caller, services.histories, leases
         )
 
     async with unit_of_work(services.db.sessionmaker) as work:
@@ -147,7 +147,7 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
         work = UnitOfWork(services.db.sessionmaker)
         service = service_in(work)
         row = await service.get_row("conv_kept")
-        added = [E.entry("message.input", role="user", content="x", prefix=False)]
+        added = [entry("message.input", role="user", content="x", prefix=False)]
         prepared = Prepared("conv_kept", target, [], added, None, "server")
         await service._store(prepared, row, 0, [], result)
         await (work.commit() if commit else work.rollback())

@@ -15,8 +15,8 @@ from mistralai.client import Mistral
 from mistralai.client import models as m
 from sqlalchemy import select
 
-from maestrale.conversations import runtime
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
+from maestrale.conversations.targets import Target
 from tests.conversations.toolbox_fixture import (
     CONNECTOR,
     FixtureToolboxes,
@@ -57,8 +57,8 @@ def toolboxes(app: FastAPI) -> FixtureToolboxes:
 
 async def model_calls(app: FastAPI, conversation_id: str) -> list[ChatCompletionEvent]:
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        rows = await session.execute(
+    async with app.state.services.db.transaction() as work:
+        rows = await work.session.execute(
             select(ChatCompletionEvent)
             .where(ChatCompletionEvent.correlation_id == conversation_id)
             .order_by(ChatCompletionEvent.created_at)
@@ -260,7 +260,7 @@ async def test_streamed_tool_execution(
 async def test_the_step_limit_ends_a_run_that_ran_tools_with_what_it_did(
     client: httpx.AsyncClient, toolboxes: FixtureToolboxes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime, "MAX_STEPS", 1)
+    monkeypatch.setattr("maestrale.conversations.loop.run.MAX_STEPS", 1)
     started = await start(client, inputs=call("echo", text="once"))
     [execution] = started["outputs"]
     assert execution["type"] == "tool.execution" and execution["info"]["output"] == "once"
@@ -427,7 +427,7 @@ def test_offered_tools_order() -> None:
         async def run(self, tool: Any, arguments: dict[str, Any]) -> Any:
             raise AssertionError
 
-    target = runtime.Target(
+    target = Target(
         model="maestrale-echo",
         tools=[WEATHER, CONNECTOR],
         handoffs=["ag_next"],

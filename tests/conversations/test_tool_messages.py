@@ -9,30 +9,42 @@ from typing import Any
 
 import pytest
 
-from maestrale.conversations import entries as E
-from maestrale.conversations.confirmations import answered, pending_calls
-from maestrale.conversations.tool_runs import ServerCall
-from maestrale.conversations.turn import EMPTY, TurnPrefix
+from maestrale.conversations.entries import (
+    DENIED,
+    InvalidInputs,
+    check_results,
+    entry,
+    entry_id,
+    function_call,
+    message_output,
+    now_text,
+    parse_inputs,
+    to_messages,
+    tool_execution,
+)
+from maestrale.conversations.loop.confirmations import answered, pending_calls
+from maestrale.conversations.loop.tool_calls import ServerCall
+from maestrale.conversations.loop.turn_request import EMPTY, TurnPrefix
 
 
 def execution(call_id: str, name: str, **info: Any) -> dict[str, Any]:
-    return E.tool_execution(
-        E.entry_id("tool.execution"),
+    return tool_execution(
+        entry_id("tool.execution"),
         name,
         "{}",
         None,
         "maestrale-echo",
-        created_at=E.now_text(),
+        created_at=now_text(),
         info={"tool_call_id": call_id, "output": f"{name} out", "error": None, **info},
     )
 
 
 def result(call_id: str, text: str) -> dict[str, Any]:
-    return E.entry("function.result", tool_call_id=call_id, result=text)
+    return entry("function.result", tool_call_id=call_id, result=text)
 
 
 def user(text: str) -> dict[str, Any]:
-    return E.parse_inputs(text)[0]
+    return parse_inputs(text)[0]
 
 
 def tool_call(call_id: str, name: str) -> dict[str, Any]:
@@ -43,11 +55,11 @@ ENTRIES = [
     user("go"),
     execution("a", "first"),  # two calls of one turn the server ran,
     execution("b", "second"),
-    E.function_call("p", "guarded", "{}", None, "m", "pending"),  # one waiting,
-    E.function_call("c", "client", "{}", None, "m"),  # and one for the client
+    function_call("p", "guarded", "{}", None, "m", "pending"),  # one waiting,
+    function_call("c", "client", "{}", None, "m"),  # and one for the client
     execution("p", "guarded", confirmation="allowed"),  # the next append: confirmed,
     result("c", "client out"),  # and the client's result
-    E.message_output("done", None, "m"),
+    message_output("done", None, "m"),
     execution("d", "later", error="boom"),
     execution("e", "denied", confirmation="denied"),
     user("x"),
@@ -75,7 +87,7 @@ EXPECTED = [
         "tool_calls": [tool_call("d", "later"), tool_call("e", "denied")],
     },
     {"role": "tool", "tool_call_id": "d", "content": "error: boom"},
-    {"role": "tool", "tool_call_id": "e", "content": E.DENIED},
+    {"role": "tool", "tool_call_id": "e", "content": DENIED},
     {"role": "user", "content": "x"},
 ]
 
@@ -87,7 +99,7 @@ def built(prefix: TurnPrefix, entries: list[dict[str, Any]]) -> TurnPrefix:
 
 
 def test_tool_executions_as_messages() -> None:
-    assert E.to_messages(None, ENTRIES) == EXPECTED
+    assert to_messages(None, ENTRIES) == EXPECTED
     whole = built(EMPTY, ENTRIES)
     assert list(whole.messages) == EXPECTED
 
@@ -103,13 +115,13 @@ def test_a_prefix_built_a_few_entries_at_a_time_is_the_whole() -> None:
 
 
 def test_pending_calls_and_their_answers() -> None:
-    waiting = E.function_call("p", "guarded", "{}", None, "m", "pending")
+    waiting = function_call("p", "guarded", "{}", None, "m", "pending")
     entries = [user("go"), waiting]
     assert list(pending_calls(entries)) == ["p"]
     assert pending_calls([*entries, execution("p", "guarded")]) == {}
     # A function.result never answers a server call; a client call is never pending.
     assert list(pending_calls([*entries, result("p", "x")])) == ["p"]
-    assert pending_calls([E.function_call("c", "client", "{}", None, "m")]) == {}
+    assert pending_calls([function_call("c", "client", "{}", None, "m")]) == {}
 
     confirmed = ServerCall("p", "guarded", "{}", None, None, "m", "denied")
     changed = answered(entries, [confirmed])
@@ -119,7 +131,7 @@ def test_pending_calls_and_their_answers() -> None:
 
 
 def test_client_results_ignore_server_calls() -> None:
-    waiting = E.function_call("p", "guarded", "{}", None, "m", "pending")
-    with pytest.raises(E.InvalidInputs) as refused:
-        E.check_results([waiting], [result("p", "x")])
+    waiting = function_call("p", "guarded", "{}", None, "m", "pending")
+    with pytest.raises(InvalidInputs) as refused:
+        check_results([waiting], [result("p", "x")])
     assert refused.value.code == "unknown_tool_call"

@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.conversations.server_tools import ServerTool, ToolOutcome
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import NotFound
+from maestrale.core.uow import UnitOfWork
 
 Function = Callable[[dict[str, Any]], Awaitable[ToolOutcome]]
 OBJECT = {"type": "object", "properties": {}}
@@ -150,9 +150,9 @@ class FixtureToolboxes:
         return list(tools)
 
     async def build(
-        self, session: AsyncSession, tenant: Tenant, tools: Sequence[dict[str, Any]]
+        self, work: UnitOfWork, tenant: Tenant, tools: Sequence[dict[str, Any]]
     ) -> FixtureToolbox:
-        await session.execute(sa.text("SELECT 1"))  # reads with the request's session
+        await work.session.execute(sa.text("SELECT 1"))  # reads with the request's session
         self.log.builds += 1
         offered: list[ServerTool] = []
         functions: dict[str, Function] = {}

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.both_databases("maestrale.core.auth.repository")
 
 
 async def test_keys_are_stored_hashed(app: FastAPI) -> None:
-    async with app.state.services.db.session() as session:
-        rows = (await session.execute(select(ApiKey))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(ApiKey))).scalars().all()
     assert {r.key_hash for r in rows} == {hash_key(API_KEY), hash_key(ADMIN_KEY)}
     for row in rows:
         assert API_KEY not in (row.hidden_key, row.name)
@@ -58,13 +58,13 @@ async def test_admin_key_does_not_open_standard_routes(app: FastAPI) -> None:
 async def test_revoked_key_is_refused_at_once(app: FastAPI, other: TenantKey) -> None:
     async with make_client(app, other.key) as c:
         assert (await c.get("/v1/models")).status_code == 200  # now cached
-        async with app.state.services.db.session() as session:
+        async with app.state.services.db.transaction() as work:
             key_id = (
-                await session.execute(
+                await work.session.execute(
                     select(ApiKey.id).where(ApiKey.key_hash == hash_key(other.key))
                 )
             ).scalar_one()
-            assert await KeyRepository(session).revoke(key_id)
+            assert await KeyRepository(work.session).revoke(key_id)
         app.state.services.key_cache.invalidate_key(key_id)
         assert (await c.get("/v1/models")).status_code == 401
 
@@ -75,8 +75,8 @@ async def test_revocation_elsewhere_is_seen_within_the_cache_ttl(
     app.state.services.key_cache.ttl = 0.0  # what another replica sees once its entry is stale
     async with make_client(app, other.key) as c:
         assert (await c.get("/v1/models")).status_code == 200
-        async with app.state.services.db.session() as session:
-            await session.execute(
+        async with app.state.services.db.transaction() as work:
+            await work.session.execute(
                 update(ApiKey)
                 .where(ApiKey.key_hash == hash_key(other.key))
                 .values(revoked_at=utcnow())
@@ -87,8 +87,8 @@ async def test_revocation_elsewhere_is_seen_within_the_cache_ttl(
 async def test_expired_key_is_refused_even_when_cached(app: FastAPI, other: TenantKey) -> None:
     # Long enough for the first request to pass on a loaded machine; the second waits it out.
     expires = utcnow() + timedelta(seconds=2)
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             update(ApiKey).where(ApiKey.key_hash == hash_key(other.key)).values(expires_at=expires)
         )
     async with make_client(app, other.key) as c:
@@ -100,8 +100,8 @@ async def test_expired_key_is_refused_even_when_cached(app: FastAPI, other: Tena
 
 
 async def test_key_of_archived_workspace_is_refused(app: FastAPI, other: TenantKey) -> None:
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             update(Workspace)
             .where(Workspace.id == other.tenant.workspace_id)
             .values(archived_at=utcnow())
@@ -116,15 +116,15 @@ async def test_last_used_is_recorded_off_the_request_path(
     from maestrale.app import _flush_key_usage
 
     assert (await client.get("/v1/models")).status_code == 200
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         row = (
-            await session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
+            await work.session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
         ).scalar_one()
         assert row.last_used_at is None
     await _flush_key_usage(app.state.services, asyncio.Lock())
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         row = (
-            await session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
+            await work.session.execute(select(ApiKey).where(ApiKey.key_hash == hash_key(API_KEY)))
         ).scalar_one()
         assert row.last_used_at is not None
 

@@ -28,8 +28,8 @@ async def test_keys_lifecycle(tmp_path: Path) -> None:
     assert migrated.returncode == 0 and "up to date" in migrated.stdout, migrated.stderr
     assert data.stat().st_mode & 0o777 == 0o700  # holds the database and the bootstrap keys
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
-    async with db.session() as session:
-        await bootstrap(session, api_key=None, admin_key=None, keys_file=None)
+    async with db.transaction() as work:
+        await bootstrap(work.session, api_key=None, admin_key=None, keys_file=None)
     await db.dispose()
 
     created = run("keys", "create", "--name", "ci", data_dir=data)

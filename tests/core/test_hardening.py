@@ -16,12 +16,12 @@ from fastapi import FastAPI
 from sqlalchemy import insert
 from sqlalchemy.exc import DBAPIError, StatementError
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.app import create_app
 from maestrale.core.auth.bootstrap import bootstrap
 from maestrale.core.auth.repository import KeyRepository, TenancyRepository
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
-from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY, make_client
 from tests.support.app_fixtures import test_settings as settings_for
 from tests.support.cli import run
@@ -50,14 +50,14 @@ async def test_database_errors_do_not_show_bound_parameters(db: Database) -> Non
         "created_at": utcnow(),
     }
     with pytest.raises(DBAPIError) as refused:  # model is NOT NULL
-        async with db.session() as session:
-            await session.execute(insert(ChatCompletionEvent), [event])
+        async with db.transaction() as work:
+            await work.session.execute(insert(ChatCompletionEvent), [event])
     assert "INSERT INTO chat_completion_events" in str(refused.value)
     assert SECRET not in str(refused.value)
     event["model"], event["extra_fields"] = "m", {"k": 2**64}
     with pytest.raises(StatementError) as unserialisable:
-        async with db.session() as session:
-            await session.execute(insert(ChatCompletionEvent), [event])
+        async with db.transaction() as work:
+            await work.session.execute(insert(ChatCompletionEvent), [event])
     assert SECRET not in str(unserialisable.value)
 
 
@@ -65,11 +65,11 @@ async def test_cli_key_lifetimes(tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert run("migrate", data_dir=data).returncode == 0
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
-    async with db.session() as session:
-        await bootstrap(session, api_key=None, admin_key=None, keys_file=None)
-        ws = await TenancyRepository(session).default_workspace()
+    async with db.transaction() as work:
+        await bootstrap(work.session, api_key=None, admin_key=None, keys_file=None)
+        ws = await TenancyRepository(work.session).default_workspace()
         assert ws is not None
-        expired, _ = await KeyRepository(session).create_key(
+        expired, _ = await KeyRepository(work.session).create_key(
             kind="standard",
             organization_id=ws.organization_id,
             workspace_id=ws.id,

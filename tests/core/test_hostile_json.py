@@ -92,8 +92,8 @@ def send(client: httpx.AsyncClient, method: str, path: str, body: Any) -> Any:
 
 
 async def usage_of(app: FastAPI, workspace_id: str) -> int:
-    async with app.state.services.db.session() as session:
-        rows = await session.execute(
+    async with app.state.services.db.transaction() as work:
+        rows = await work.session.execute(
             select(UsageRecord).where(UsageRecord.workspace_id == workspace_id)
         )
         return len(rows.scalars().all())

@@ -29,8 +29,8 @@ def queue(db: Database) -> JobQueue:
 
 
 async def enqueue(db: Database, kind: str = "t.work", payload: Any = None, **kw: Any) -> str:
-    async with db.session() as session:
-        return (await JobQueue(db).enqueue(session, kind, payload or {}, **kw)).id
+    async with db.transaction() as work:
+        return (await JobQueue(db).enqueue(work.session, kind, payload or {}, **kw)).id
 
 
 async def load(db: Database, job_id: str) -> Job:
@@ -66,8 +66,8 @@ def worker(db: Database, handlers: dict[str, Any] | JobRegistry, **kw: Any) -> W
 
 async def test_enqueue_belongs_to_the_callers_transaction(db: Database, queue: JobQueue) -> None:
     async def failing_request() -> None:
-        async with db.session() as session:
-            await queue.enqueue(session, "t.work", {"n": 1}, dedupe_key="k-rolled-back")
+        async with db.transaction() as work:
+            await queue.enqueue(work.session, "t.work", {"n": 1}, dedupe_key="k-rolled-back")
             raise RuntimeError("the request failed")
 
     with pytest.raises(RuntimeError):
@@ -77,15 +77,15 @@ async def test_enqueue_belongs_to_the_callers_transaction(db: Database, queue: J
 
 async def test_enqueue_with_a_dedupe_key_is_idempotent(db: Database, queue: JobQueue) -> None:
     tenant = Tenant("org-1", "ws-1")
-    async with db.session() as session:
-        first = await queue.enqueue(session, "t.work", {"n": 1}, tenant=tenant, dedupe_key="k")
-        again = await queue.enqueue(session, "t.work", {"n": 2}, dedupe_key="k")
+    async with db.transaction() as work:
+        first = await queue.enqueue(work.session, "t.work", {"n": 1}, tenant=tenant, dedupe_key="k")
+        again = await queue.enqueue(work.session, "t.work", {"n": 2}, dedupe_key="k")
         assert again.id == first.id
-    async with db.session() as session:
-        later = await queue.enqueue(session, "t.work", {"n": 3}, dedupe_key="k")
+    async with db.transaction() as work:
+        later = await queue.enqueue(work.session, "t.work", {"n": 3}, dedupe_key="k")
         assert (later.id, later.payload, later.workspace_id) == (first.id, {"n": 1}, "ws-1")
-        assert await queue.get(session, first.id, tenant=Tenant("org-1", "ws-2")) is None
-        assert (await queue.enqueue(session, "t.work", {}, dedupe_key="other")).id != first.id
+        assert await queue.get(work.session, first.id, tenant=Tenant("org-1", "ws-2")) is None
+        assert (await queue.enqueue(work.session, "t.work", {}, dedupe_key="other")).id != first.id
 
 
 async def test_claim_takes_due_jobs_by_priority_then_age(db: Database, queue: JobQueue) -> None:
@@ -240,14 +240,14 @@ class Long:
 async def test_cancel_queued_and_running_jobs(db: Database, queue: JobQueue) -> None:
     long = Long()
     queued = await enqueue(db, "t.long", delay=3600)
-    async with db.session() as session:
-        cancelled = await queue.request_cancel(session, queued)
+    async with db.transaction() as work:
+        cancelled = await queue.request_cancel(work.session, queued)
         assert cancelled is not None and cancelled.status == "cancelled"
     job_id = await enqueue(db, "t.long")
     async with running(worker(db, long.registry(), lease_seconds=0.6)):
         await asyncio.wait_for(long.started.wait(), 10)
-        async with db.session() as session:
-            job = await queue.request_cancel(session, job_id)
+        async with db.transaction() as work:
+            job = await queue.request_cancel(work.session, job_id)
             assert job is not None and (job.status, job.cancel_requested) == ("running", True)
         for _ in range(300):  # generous bound: 30 s
             if (job := await load(db, job_id)).status != "running":
@@ -267,8 +267,8 @@ async def test_worker_stops_a_handler_whose_lease_was_lost(db: Database) -> None
     job_id = await enqueue(db, "t.long")
     async with running(worker(db, long.registry(), lease_seconds=0.6)):
         await asyncio.wait_for(long.started.wait(), 10)
-        async with db.session() as session:  # as if another worker had reclaimed it
-            await session.execute(update(Job).values(lease_token="someone-else"))
+        async with db.transaction() as work:  # as if another worker had reclaimed it
+            await work.session.execute(update(Job).values(lease_token="someone-else"))
         await asyncio.wait_for(long.stopped.wait(), 10)
     job = await load(db, job_id)  # untouched: the new holder decides
     assert (job.status, job.lease_token, job.result) == ("running", "someone-else", None)

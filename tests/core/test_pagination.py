@@ -38,8 +38,8 @@ def test_cursor_round_trip_and_garbage() -> None:
 
 
 async def test_keyset_pages_cover_every_row_once(db: Database) -> None:
-    async with db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         for i in range(23):
             await tenancy.create_organization(
                 f"org-{i % 5}"
@@ -50,19 +50,19 @@ async def test_keyset_pages_cover_every_row_once(db: Database) -> None:
         stmt = select(Organization).order_by(Organization.name, Organization.id).limit(4)
         if last is not None:
             stmt = stmt.where(keyset_after([Organization.name, Organization.id], last))
-        async with db.session() as session:
-            page = list((await session.execute(stmt)).scalars())
+        async with db.transaction() as work:
+            page = list((await work.session.execute(stmt)).scalars())
         if not page:
             break
         seen.extend(o.id for o in page)
         last = [page[-1].name, page[-1].id]
     assert len(seen) == len(set(seen)) == 23
-    async with db.session() as session:
+    async with db.transaction() as work:
         desc = select(Organization).order_by(Organization.name.desc(), Organization.id.desc())
-        rows = list((await session.execute(desc)).scalars())
+        rows = list((await work.session.execute(desc)).scalars())
         after = list(
             (
-                await session.execute(
+                await work.session.execute(
                     desc.where(
                         keyset_after(
                             [Organization.name, Organization.id],

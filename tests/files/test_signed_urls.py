@@ -117,11 +117,11 @@ async def test_expired_upload_is_removed(app: FastAPI) -> None:
         db = app.state.services.db
         # Let the hour pass.
         past = utcnow() - timedelta(seconds=1)
-        async with db.session() as session:
-            await session.execute(
+        async with db.transaction() as work:
+            await work.session.execute(
                 sa.update(StoredFile).where(StoredFile.id == body["id"]).values(expires_at=past)
             )
-            await session.execute(
+            await work.session.execute(
                 sa.update(Job).where(Job.kind == "files.expire").values(run_at=past)
             )
         assert (await client.get(f"/v1/files/{body['id']}")).status_code == 404

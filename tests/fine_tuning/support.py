@@ -86,8 +86,8 @@ async def create_job(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[st
 
 async def queue_jobs(app: FastAPI) -> list[Job]:
     db: Database = app.state.services.db
-    async with db.session() as session:
-        found = await session.execute(sa.select(Job).where(Job.kind == TRAIN_KIND))
+    async with db.transaction() as work:
+        found = await work.session.execute(sa.select(Job).where(Job.kind == TRAIN_KIND))
         return list(found.scalars())
 
 
@@ -100,8 +100,8 @@ async def raw_file(app: FastAPI, client: httpx.AsyncClient, content: bytes) -> s
     blob of a valid upload is rewritten behind the API's back."""
     file_id = await data_file(client, [chat_example("q", "a")])
     db: Database = app.state.services.db
-    async with db.session() as session:
-        row = await session.get(StoredFile, file_id)
+    async with db.transaction() as work:
+        row = await work.session.get(StoredFile, file_id)
         assert row is not None
         key = row.blob_key
 

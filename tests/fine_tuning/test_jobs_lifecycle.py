@@ -1,5 +1,6 @@
 """A job after its creation: cancel in each status, start, what the worker records (statuses and
-checkpoints, through `states`), and a job whose queue job ended for good shown as such."""
+checkpoints, through `FineTuningRepository`), and a job whose queue job ended for good shown as
+such."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.jobs.tables import Job, JobStatus
 from maestrale.fine_tuning import states
 from maestrale.fine_tuning.queueing import TRAIN_KIND
+from maestrale.fine_tuning.repository import FineTuningRepository
 from maestrale.fine_tuning.tables import FineTuningJob
 from tests.fine_tuning.support import (
     chat_lines,
@@ -36,10 +39,11 @@ async def new_job(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
 async def as_worker(app: FastAPI, job_id: str, status: str, **data: Any) -> None:
     """What the worker does as training goes: a status change with its event."""
     db: Database = app.state.services.db
-    async with db.session() as session:
-        row = await session.get(FineTuningJob, job_id)
+    async with db.transaction() as work:
+        row = await work.session.get(FineTuningJob, job_id)
         assert row is not None
-        await states.record_status(session, row, status, **data)
+        jobs = FineTuningRepository(work.session, Tenant(row.organization_id, row.workspace_id))
+        await jobs.record_status(row, status, **data)
 
 
 async def cancel(client: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
@@ -110,13 +114,14 @@ async def test_checkpoints_are_recorded_once_per_step(
 ) -> None:
     job = await new_job(client)
     db: Database = app.state.services.db
-    async with db.session() as session:
-        row = await session.get(FineTuningJob, job["id"])
+    async with db.transaction() as work:
+        row = await work.session.get(FineTuningJob, job["id"])
         assert row is not None
-        assert await states.add_checkpoint(session, row, 20, 1.5, 1.7, 0.4)
-        assert await states.add_checkpoint(session, row, 10, 2.5, None, None)
+        jobs = FineTuningRepository(work.session, Tenant(row.organization_id, row.workspace_id))
+        assert await jobs.add_checkpoint(row, 20, 1.5, 1.7, 0.4)
+        assert await jobs.add_checkpoint(row, 10, 2.5, None, None)
         # A resumed worker reporting step 20 again writes nothing.
-        assert not await states.add_checkpoint(session, row, 20, 9.9, 9.9, 0.0)
+        assert not await jobs.add_checkpoint(row, 20, 9.9, 9.9, 0.0)
     got = (await client.get(f"/v1/fine_tuning/jobs/{job['id']}")).json()
     assert [c["step_number"] for c in got["checkpoints"]] == [10, 20]
     assert got["checkpoints"][1]["metrics"] == {
@@ -130,8 +135,8 @@ async def test_checkpoints_are_recorded_once_per_step(
 
 async def _end_queue_job(app: FastAPI, status: str, error: str) -> None:
     db: Database = app.state.services.db
-    async with db.session() as session:
-        await session.execute(
+    async with db.transaction() as work:
+        await work.session.execute(
             sa.update(Job).where(Job.kind == TRAIN_KIND).values(status=status, last_error=error)
         )
 

@@ -8,10 +8,10 @@ from typing import Any, cast
 import pytest
 
 from maestrale.accounting.recorder import Recorder
-from maestrale.catalog.config import load_catalog
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, TooManyRequests
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import load_catalog
 from maestrale.engines.types import ChatRequest, Usage
 from maestrale.gateway.capabilities import CHAT
 from maestrale.gateway.gateway import Gateway

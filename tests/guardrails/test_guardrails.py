@@ -11,9 +11,8 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.accounting.tables import UsageRecord
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.batch.support import chat_line, create_job, input_file, jsonl_file, run_jobs
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -55,15 +54,15 @@ def assert_blocked(response: httpx.Response, *words: str) -> None:
 
 async def usage_rows(app: FastAPI) -> list[UsageRecord]:
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        rows = await session.execute(select(UsageRecord).order_by(UsageRecord.created_at))
+    async with app.state.services.db.transaction() as work:
+        rows = await work.session.execute(select(UsageRecord).order_by(UsageRecord.created_at))
         return list(rows.scalars().all())
 
 
 async def chat_events(app: FastAPI) -> list[ChatCompletionEvent]:
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        return list((await session.execute(select(ChatCompletionEvent))).scalars().all())
+    async with app.state.services.db.transaction() as work:
+        return list((await work.session.execute(select(ChatCompletionEvent))).scalars().all())
 
 
 # Chat completions.

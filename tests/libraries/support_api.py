@@ -34,8 +34,8 @@ async def caller(
 ) -> Caller:
     """A standard key in `workspace_id` (a new workspace of the organization when None), of a
     new user of the organization when `email` is given (else of no user)."""
-    async with db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         if workspace_id is None:
             workspace_id = (await tenancy.create_workspace(organization_id, "another")).id
         user_id = None
@@ -43,7 +43,7 @@ async def caller(
             user = await tenancy.create_user(organization_id, email, ["member"])
             await tenancy.add_member(workspace_id, user.id, ["member"])
             user_id = user.id
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="standard",
             organization_id=organization_id,
             workspace_id=workspace_id,
@@ -55,12 +55,12 @@ async def caller(
 
 async def bootstrap_user(db: Database, tenant: Tenant) -> str:
     """The user of the bootstrap key (the owner)."""
-    async with db.session() as session:
+    async with db.transaction() as work:
         from sqlalchemy import select
 
         from maestrale.core.auth.tables import User
 
-        found = await session.execute(
+        found = await work.session.execute(
             select(User.id).where(
                 User.organization_id == tenant.organization_id, User.email == "owner@localhost"
             )

@@ -73,8 +73,8 @@ async def test_upload_list_get_update_delete(app: FastAPI, client: httpx.AsyncCl
     library = (await client.get(f"/v1/libraries/{library_id}")).json()
     assert library["nb_documents"] == 1 and library["total_size"] == len(TEXT)
     # One processing job, for this document's first generation.
-    async with app.state.services.db.session() as session:
-        jobs = (await session.execute(sa.select(Job.kind, Job.payload))).all()
+    async with app.state.services.db.transaction() as work:
+        jobs = (await work.session.execute(sa.select(Job.kind, Job.payload))).all()
     assert ("libraries.process", {"document_id": doc["id"], "generation": 1}) in jobs
 
     path = f"/v1/libraries/{library_id}/documents/{doc['id']}"
@@ -132,8 +132,8 @@ async def test_counters_follow_uploads_and_deletions(
     deleted = (await client.delete(f"/v1/libraries/{library_id}")).json()
     assert deleted["nb_documents"] == 2
     assert s.blob_files(app) == []
-    async with app.state.services.db.session() as session:
-        left = await session.execute(sa.select(sa.func.count()).select_from(LibraryDocument))
+    async with app.state.services.db.transaction() as work:
+        left = await work.session.execute(sa.select(sa.func.count()).select_from(LibraryDocument))
         assert left.scalar_one() == 0
 
 
@@ -444,17 +444,17 @@ async def test_expired_documents_vanish_and_are_deleted(
     updated = await client.patch(path, json={"expires_at": soon})
     assert updated.status_code == 200 and updated.json()["expires_at"] is not None
     past = utcnow() - timedelta(seconds=1)
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             sa.update(LibraryDocument)
             .where(LibraryDocument.id == doc["id"])
             .values(expires_at=past)
         )
-        await session.execute(
+        await work.session.execute(
             sa.update(Job).where(Job.kind == "libraries.expire").values(run_at=past)
         )
         # No processing here: only the expiry runs.
-        await session.execute(sa.delete(Job).where(Job.kind == "libraries.process"))
+        await work.session.execute(sa.delete(Job).where(Job.kind == "libraries.process"))
     assert (await client.get(path)).status_code == 404
     listed = (await client.get(f"/v1/libraries/{library_id}/documents")).json()
     assert listed["data"] == []

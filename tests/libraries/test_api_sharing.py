@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI
 
 from maestrale.core.auth.principal import Tenant
-from maestrale.libraries import access
+from maestrale.libraries.repository import LibraryRepository
 from tests.libraries import support_api as s
 from tests.support.app_fixtures import TenantKey, make_client
 
@@ -156,14 +156,13 @@ async def test_user_and_organization_sharings(
         library = (await client.get(f"/v1/libraries/{library_id}")).json()
         assert library["org_sharing_role"] == "Editor"
 
-        async with db.session() as session:
+        async with db.transaction() as work:
             for key in (colleague, bystander):
                 seen = Tenant(key.organization_id, key.workspace_id, key.user_id)
-                readable = await access.readable_library_ids(
-                    session, seen, [library_id, "nope", library_id]
-                )
+                libraries = LibraryRepository(work.session, seen)
+                readable = await libraries.readable_ids([library_id, "nope", library_id])
                 assert readable == [library_id]
-                names = await access.document_names(session, seen, [doc["id"], "nope"])
+                names = await libraries.document_names([doc["id"], "nope"])
                 assert names == {doc["id"]: "notes.txt"}
 
 

@@ -44,8 +44,8 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def chunks_of(app: FastAPI, **where: str) -> list[LibraryChunk]:
-    async with app.state.services.db.session() as session:
-        found = await session.execute(
+    async with app.state.services.db.transaction() as work:
+        found = await work.session.execute(
             sa.select(LibraryChunk)
             .filter_by(**where)
             .order_by(LibraryChunk.document_id, LibraryChunk.ordinal)

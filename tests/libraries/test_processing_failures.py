@@ -85,9 +85,9 @@ async def test_a_failure_worth_retrying_ends_in_error_after_the_last_attempt(
     state = await status(client, library_id, doc["id"])
     assert state["process_status"] == "error"
     assert "the embeddings server is down" in state["processing_status"]
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         job = (
-            await session.execute(sa.select(Job).where(Job.kind == "libraries.process"))
+            await work.session.execute(sa.select(Job).where(Job.kind == "libraries.process"))
         ).scalar_one()
         assert job.status == "failed"
 
@@ -102,13 +102,13 @@ async def test_a_job_that_died_reads_as_an_error(app: FastAPI, client: httpx.Asy
     library_id = await s.create_library(client)
     doc = await s.uploaded(client, library_id, NOTES)
     # Its worker was killed on the last attempt: the lease expired, the queue failed the job.
-    async with app.state.services.db.session() as session:
-        await session.execute(
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(
             sa.update(LibraryDocument)
             .where(LibraryDocument.id == doc["id"])
             .values(process_status="in_progress", processing_status="InProgress")
         )
-        await session.execute(
+        await work.session.execute(
             sa.update(Job)
             .where(Job.kind == "libraries.process")
             .values(status="failed", last_error="lease expired after 5 attempts")
@@ -128,18 +128,18 @@ async def test_a_document_deleted_while_processed_keeps_nothing(
 
     async def deleted_meanwhile(services: Any, **kwargs: Any) -> Any:
         done = await real(services, **kwargs)
-        async with db.session() as session:  # another request deletes it now
-            row = (await session.execute(sa.select(LibraryDocument))).scalar_one()
-            assert await remove_document(session, row) is not None
+        async with db.transaction() as work:  # another request deletes it now
+            row = (await work.session.execute(sa.select(LibraryDocument))).scalar_one()
+            assert await remove_document(work.session, row) is not None
         return done
 
     monkeypatch.setattr(pipeline, "ingest", deleted_meanwhile)
     library_id = await s.create_library(client)
     await s.uploaded(client, library_id, NOTES)
     await s.run_jobs(app)
-    async with db.session() as session:
+    async with db.transaction() as work:
         assert (
-            await session.execute(sa.select(sa.func.count()).select_from(LibraryChunk))
+            await work.session.execute(sa.select(sa.func.count()).select_from(LibraryChunk))
         ).scalar_one() == 0
     assert [name for name in s.blob_files(app) if name.endswith(".json")] == []
     library = (await client.get(f"/v1/libraries/{library_id}")).json()

@@ -43,7 +43,7 @@ async def counters(
         yield MemoryCounters(reservation_ttl=0.3)
         return
     if request.param == "hub":  # the processes of `serve --workers`: the hub's memory counters
-        from maestrale.processes.counters import HubCounters, counter_handlers
+        from maestrale.hub.counters import HubCounters, counter_handlers
         from tests.processes.hubs import running_hub
 
         handlers = counter_handlers(MemoryCounters(reservation_ttl=0.3))

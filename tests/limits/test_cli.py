@@ -17,8 +17,8 @@ async def test_limits_cli(tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert run("migrate", data_dir=data).returncode == 0
     db = Database(f"sqlite+aiosqlite:///{(data / 'maestrale.db').resolve()}")
-    async with db.session() as session:
-        await bootstrap(session, api_key=None, admin_key=None, keys_file=None)
+    async with db.transaction() as work:
+        await bootstrap(work.session, api_key=None, admin_key=None, keys_file=None)
 
     shown = run("limits", "show", data_dir=data)
     assert shown.returncode == 0, shown.stderr
@@ -59,14 +59,14 @@ async def test_limits_cli(tmp_path: Path) -> None:
     missing = run("limits", "show", "--organization", "nope", data_dir=data)
     assert missing.returncode == 1 and "not found" in missing.stderr
 
-    async with db.session() as session:
+    async with db.transaction() as work:
         actions = [
             e.action
             for e in (
-                await session.execute(select(AuditEntry).order_by(AuditEntry.created_at))
+                await work.session.execute(select(AuditEntry).order_by(AuditEntry.created_at))
             ).scalars()
         ]
-        entries = list((await session.execute(select(AuditEntry))).scalars())
+        entries = list((await work.session.execute(select(AuditEntry))).scalars())
     await db.dispose()
     assert actions == ["limits.set", "limits.set-model", "limits.set", "limits.unset-model"]
     assert all(e.actor == "cli" for e in entries)

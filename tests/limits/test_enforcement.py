@@ -15,9 +15,9 @@ from sqlalchemy import insert
 
 from maestrale.accounting.tables import UsageRecord
 from maestrale.app import create_app
-from maestrale.catalog.config import ModelSpec, Price
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import ServiceUnavailable
+from maestrale.engines.specs import ModelSpec, Price
 from maestrale.gateway.hooks import Caller, CallInfo
 from maestrale.limits.hook import LimitsHook
 from maestrale.limits.policy import EffectiveLimits
@@ -126,8 +126,8 @@ async def test_tokens_per_month_start_from_recorded_usage(limited_app: AppFactor
     limits = {"models": {"maestrale-echo": {"tokens_per_month": 1000}}}
     async with limited_app(**limits) as app, make_client(app) as client:
         tenant = await default_tenant(app.state.services.db)
-        async with app.state.services.db.session() as session:
-            await session.execute(
+        async with app.state.services.db.transaction() as work:
+            await work.session.execute(
                 insert(UsageRecord),
                 [
                     {

@@ -12,11 +12,11 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobContext
 from maestrale.observability.campaigns.tables import CampaignEvent
 from maestrale.observability.campaigns.tasks import CampaignTasks
-from maestrale.observability.events.tables import ChatCompletionEvent
 from maestrale.observability.judges import judging
 from tests.batch.support import run_jobs
 from tests.observability.events_seed import obs_error, seed_events
@@ -45,9 +45,9 @@ async def new_campaign(client: httpx.AsyncClient, judge_id: str, **kw: Any) -> d
 
 
 async def verdicts(app: FastAPI, campaign_id: str) -> list[CampaignEvent]:
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         stmt = select(CampaignEvent).where(CampaignEvent.campaign_id == campaign_id)
-        return list((await session.execute(stmt.order_by(CampaignEvent.position))).scalars())
+        return list((await work.session.execute(stmt.order_by(CampaignEvent.position))).scalars())
 
 
 async def test_campaign_runs_to_completion(app: FastAPI, client: httpx.AsyncClient) -> None:
@@ -73,9 +73,9 @@ async def test_campaign_runs_to_completion(app: FastAPI, client: httpx.AsyncClie
     assert [(r.answer, r.analysis, r.error) for r in rows] == [("polite", "echo", None)] * 3
     # Each judge call went through the gateway and was recorded.
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         stmt = select(ChatCompletionEvent).where(ChatCompletionEvent.source == "judge")
-        assert len((await session.execute(stmt)).scalars().all()) == 3
+        assert len((await work.session.execute(stmt)).scalars().all()) == 3
     fetched = (await client.get(f"{CAMPAIGNS}/{campaign['id']}")).json()
     assert fetched["updated_at"] >= campaign["updated_at"]
     assert {**fetched, "updated_at": None} == {**campaign, "updated_at": None}
@@ -161,7 +161,7 @@ async def test_resumed_campaign_judges_each_event_once(
         return await real(gateway, caller, definition, messages, *a)
 
     monkeypatch.setattr(judging, "run_judge", flaky)
-    tasks = CampaignTasks(app.state.services.gateway)
+    tasks = CampaignTasks(app.state.services.platform_calls)
     ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}))
     with pytest.raises(RuntimeError):
         await tasks.run(ctx)
@@ -191,7 +191,7 @@ async def test_last_attempt_failure_marks_the_campaign_failed(
     monkeypatch.setattr(judging, "run_judge", broken)
     ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}, attempt=5))
     with pytest.raises(RuntimeError):
-        await CampaignTasks(app.state.services.gateway).run(ctx)
+        await CampaignTasks(app.state.services.platform_calls).run(ctx)
     assert (await client.get(f"{CAMPAIGNS}/{campaign['id']}/status")).json()["status"] == "FAILED"
 
 
@@ -265,8 +265,10 @@ async def test_import_a_campaign_into_a_dataset(app: FastAPI, client: httpx.Asyn
         "DATASET_NOT_FOUND",
     )
     # Events not judged (yet) or whose judging failed are skipped, and the task says so.
-    async with app.state.services.db.session() as session, session.begin():
-        rows = (await session.execute(select(CampaignEvent).order_by(CampaignEvent.position))).all()
+    async with app.state.services.db.transaction() as work:
+        rows = (
+            await work.session.execute(select(CampaignEvent).order_by(CampaignEvent.position))
+        ).all()
         rows[0][0].judged_at, rows[1][0].error = None, "engine down"
     resp = await client.post("/v1/observability/datasets", json={"name": "e", "description": ""})
     second = resp.json()["id"]

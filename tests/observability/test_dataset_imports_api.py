@@ -14,13 +14,13 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.db import Database
 from maestrale.core.jobs.tables import Job
 from maestrale.core.jobs.worker import JobContext
 from maestrale.observability.datasets import sources as datasets_import_sources
 from maestrale.observability.datasets.tables import DatasetImportTask
 from maestrale.observability.datasets.tasks import KIND, DatasetImportTasks, factories
-from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.batch.support import run_jobs
 from tests.files.support import jsonl, upload
 from tests.observability.events_seed import obs_error, seed_events
@@ -45,9 +45,9 @@ TASK_KEYS = {
 
 
 async def event_ids(app: FastAPI) -> list[str]:
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         stmt = select(ChatCompletionEvent.id, ChatCompletionEvent.request_messages)
-        rows = (await session.execute(stmt)).all()
+        rows = (await work.session.execute(stmt)).all()
     return [i for i, _ in sorted(rows, key=lambda r: str(r[1][0]["content"]))]
 
 
@@ -274,8 +274,8 @@ class _Ctx:
 
 
 async def job_payload(app: FastAPI, task_id: str) -> dict[str, Any]:
-    async with app.state.services.db.session() as session:
-        jobs = (await session.execute(select(Job).where(Job.kind == KIND))).scalars()
+    async with app.state.services.db.transaction() as work:
+        jobs = (await work.session.execute(select(Job).where(Job.kind == KIND))).scalars()
         return next(j.payload for j in jobs if j.payload["task_id"] == task_id)
 
 
@@ -336,8 +336,8 @@ async def test_last_attempt_fails_and_deleted_dataset_cancels(
     task = await start_import(client, doomed["id"], "dataset", dataset_record_ids=[rid])
     assert (await client.delete(f"{DATASETS}/{doomed['id']}")).status_code == 204
     await run_jobs(app)
-    async with app.state.services.db.session() as session:
-        row = await session.get(DatasetImportTask, task["id"])
+    async with app.state.services.db.transaction() as work:
+        row = await work.session.get(DatasetImportTask, task["id"])
     assert row is not None and row.status == "CANCELED"
 
 

@@ -53,8 +53,8 @@ async def test_dataset_crud_and_soft_delete(app: FastAPI, client: httpx.AsyncCli
     obs_error(await client.delete(f"{DATASETS}/{ds['id']}"), 404, "DATASET_NOT_FOUND")
     resp = await client.get(DATASETS)
     assert resp.json()["datasets"]["count"] == 0
-    async with app.state.services.db.session() as session:
-        row = (await session.execute(select(Dataset))).scalar_one()
+    async with app.state.services.db.transaction() as work:
+        row = (await work.session.execute(select(Dataset))).scalar_one()
     assert row.deleted_at is not None  # soft: the row remains
 
 
@@ -138,8 +138,8 @@ async def test_deleting_a_dataset_hides_its_records(
     record_id = resp.json()["id"]
     await client.delete(f"{DATASETS}/{ds['id']}")
     obs_error(await client.get(f"{RECORDS}/{record_id}"), 404, "DATASET_RECORD_NOT_FOUND")
-    async with app.state.services.db.session() as session:
-        assert (await session.execute(select(DatasetRecord))).scalar_one().id == record_id
+    async with app.state.services.db.transaction() as work:
+        assert (await work.session.execute(select(DatasetRecord))).scalar_one().id == record_id
 
 
 async def test_datasets_are_isolated(

@@ -11,10 +11,10 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import insert
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.ids import new_id
 from maestrale.observability.events import repository
-from maestrale.observability.events.tables import ChatCompletionEvent
 from tests.support.app_fixtures import TenantKey
 
 SEARCH = "/v1/observability/chat-completion-events/search"
@@ -41,8 +41,8 @@ async def events(app: FastAPI, tenant: Tenant, other: TenantKey) -> list[dict[st
     mine = [row(tenant, m, f"model-{m % 4}", f"team-{m}") for m in range(10)]
     mine.append({**row(tenant, 9, "model-1", "team-twin"), "correlation_id": "c-9b"})
     foreign = [row(other.tenant, m, "foreign-model", "foreign-team") for m in range(3)]
-    async with app.state.services.db.session() as session:
-        await session.execute(insert(ChatCompletionEvent), mine + foreign)
+    async with app.state.services.db.transaction() as work:
+        await work.session.execute(insert(ChatCompletionEvent), mine + foreign)
     return mine
 
 

@@ -10,7 +10,8 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
+from maestrale.completions import platform_calls
 from maestrale.observability.judges import judging
 from maestrale.observability.judges.schemas import ClassificationOutput, RegressionOutput
 from tests.observability.events_seed import obs_error, seed_events
@@ -154,10 +155,10 @@ async def test_live_judging_of_messages(app: FastAPI, client: httpx.AsyncClient)
     assert resp.json() == {"analysis": "echo", "answer": 1.0}
     # The judge's calls went through the gateway: recorded as events of source "judge".
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         events = (
             (
-                await session.execute(
+                await work.session.execute(
                     select(ChatCompletionEvent).where(ChatCompletionEvent.source == "judge")
                 )
             )
@@ -223,7 +224,7 @@ async def test_invalid_model_answers_are_retried_then_502(
         calls += 1
         return {"choices": [{"message": {"content": next(replies)}}]}
 
-    monkeypatch.setattr(judging, "complete_chat", fake_complete)
+    monkeypatch.setattr(platform_calls, "complete_chat", fake_complete)
     judge = await new_judge(client)
     resp = await client.post(
         f"{JUDGES}/{judge['id']}/live-judging",

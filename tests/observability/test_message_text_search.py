@@ -12,10 +12,11 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import delete, insert, select, text
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.ids import new_id
 from maestrale.observability.events import service
-from maestrale.observability.events.tables import ChatCompletionEvent, ChatCompletionEventText
+from maestrale.observability.events.tables import ChatCompletionEventText
 from maestrale.observability.fields import TEXT
 from tests.observability.events_seed import make_event
 from tests.support.app_fixtures import TenantKey, create_tenant, make_client
@@ -141,8 +142,8 @@ CASES: list[tuple[dict[str, Any], set[str]]] = [
 @pytest.fixture(params=["scan", "index"])
 def strategy(request: pytest.FixtureRequest, backend: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """SQLite answers a page either by checking the newest events one by one or from the
-    full-text index (EventRepository.search): both must give the same answers. Postgres'
-    planner makes that choice itself."""
+    full-text index (ChatCompletionEventRepository.search): both must give the same answers.
+    Postgres' planner makes that choice itself."""
     if request.param == "index":
         if backend == "postgres":
             pytest.skip("one strategy on Postgres")
@@ -211,23 +212,23 @@ async def test_the_index_follows_inserts_updates_and_deletes(
         }
         for i in range(3)
     ]
-    async with db.session() as session:
-        await session.execute(insert(ChatCompletionEvent), events)
+    async with db.transaction() as work:
+        await work.session.execute(insert(ChatCompletionEvent), events)
     assert await found(client, cond(REQ, "contains", "needle-1 in")) == {"bulk-1"}
     assert await found(client, cond(RESP, "contains", "")) == {"bulk-0", "bulk-1", "bulk-2"}
-    async with db.session() as session:
-        event = await session.get(ChatCompletionEvent, events[1]["id"])
+    async with db.transaction() as work:
+        event = await work.session.get(ChatCompletionEvent, events[1]["id"])
         assert event is not None
         event.request_messages = [{"role": "user", "content": "now a different thread"}]
     assert await found(client, cond(REQ, "contains", "needle-1 in")) == set()
     assert await found(client, cond(REQ, "icontains", "DIFFERENT thread")) == {"bulk-1"}
-    async with db.session() as session:
-        await session.execute(
+    async with db.transaction() as work:
+        await work.session.execute(
             delete(ChatCompletionEvent).where(ChatCompletionEvent.id == events[0]["id"])
         )
-        left = await session.scalars(select(ChatCompletionEventText.event_id))
+        left = await work.session.scalars(select(ChatCompletionEventText.event_id))
         assert set(left) == {events[1]["id"], events[2]["id"]}
         if db.is_sqlite:
             check = "INSERT INTO chat_completion_event_texts_fts(chat_completion_event_texts_fts) "
-            await session.execute(text(check + "VALUES ('integrity-check')"))
+            await work.session.execute(text(check + "VALUES ('integrity-check')"))
     assert await found(client, cond(REQ, "contains", "needle-")) == {"bulk-2"}

@@ -16,10 +16,10 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import insert
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.app import create_app
 from maestrale.core.db import Database
 from maestrale.core.ids import new_id
-from maestrale.observability.events.tables import ChatCompletionEvent
 from maestrale.observability.filters import MAX_PATTERN_LENGTH
 from tests.observability.events_seed import make_event, obs_error
 from tests.support.app_fixtures import default_tenant, make_client
@@ -127,8 +127,8 @@ async def test_a_search_past_its_budget_is_a_clear_408(budget_app: FastAPI) -> N
         }
         for i in range(5000)
     ]
-    async with services.db.session() as session:
-        await session.execute(insert(ChatCompletionEvent), rows)
+    async with services.db.transaction() as work:
+        await work.session.execute(insert(ChatCompletionEvent), rows)
     slow = body(
         {
             "OR": [
@@ -172,8 +172,8 @@ async def test_a_regex_cancelled_by_the_budget_is_a_timeout(
     from maestrale.observability.budget import search_budget
     from maestrale.observability.errors import ObservabilityError
 
-    async with db.session() as session:
+    async with db.transaction() as work:
         with pytest.raises(ObservabilityError) as caught:
-            async with search_budget(session, 5.0):
+            async with search_budget(work.session, 5.0):
                 raise _RegexError(message)
     assert (caught.value.status_code, caught.value.error_code) == (status, code)

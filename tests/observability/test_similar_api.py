@@ -53,14 +53,18 @@ async def test_similar_events_rank_by_conversation(
     ranked = [e["correlation_id"] for e in results]
     assert ranked[0] == "cats-2"
     assert "cats-1" not in ranked and "foreign" not in ranked
-    async with app.state.services.db.session() as session:
-        count = (await session.execute(select(func.count()).select_from(EventEmbedding))).scalar()
+    async with app.state.services.db.transaction() as work:
+        count = (
+            await work.session.execute(select(func.count()).select_from(EventEmbedding))
+        ).scalar()
     assert count == 4
     # Computed once: a second request embeds nothing new and gives the same answer.
     again = await client.get(url)
     assert [e["correlation_id"] for e in again.json()["completion_events"]["results"]] == ranked
-    async with app.state.services.db.session() as session:
-        recount = (await session.execute(select(func.count()).select_from(EventEmbedding))).scalar()
+    async with app.state.services.db.transaction() as work:
+        recount = (
+            await work.session.execute(select(func.count()).select_from(EventEmbedding))
+        ).scalar()
     assert recount == 4
     async with make_client(app, other.key) as foreign:
         obs_error(await foreign.get(url), 404, "SEARCH_NOT_FOUND")
@@ -110,14 +114,14 @@ async def test_similar_events_search_the_stored_vectors(
     assert await ranked(client, ids["cats-1"]) == first
     # Give "tax" the stored vector of "cats-1": it becomes the nearest, so the answer comes
     # from the stored vectors (normalised float32), not from a fresh embedding.
-    async with app.state.services.db.session() as session:
+    async with app.state.services.db.transaction() as work:
         stored = (
-            await session.execute(
+            await work.session.execute(
                 select(EventEmbedding.vector).where(EventEmbedding.event_id == ids["cats-1"])
             )
         ).scalar_one()
         assert abs(float(np.linalg.norm(np.frombuffer(stored, dtype=np.float32))) - 1) < 1e-5
-        await session.execute(
+        await work.session.execute(
             update(EventEmbedding)
             .where(EventEmbedding.event_id == ids["tax"])
             .values(vector=stored)
@@ -135,8 +139,8 @@ async def test_similar_events_embed_lazily_within_the_limit(
     app.state.settings.similar_events_embed_limit = 1
 
     async def stored() -> dict[str, int]:
-        async with app.state.services.db.session() as session:
-            rows = await session.execute(
+        async with app.state.services.db.transaction() as work:
+            rows = await work.session.execute(
                 select(EventEmbedding.workspace_id, func.count()).group_by(
                     EventEmbedding.workspace_id
                 )
@@ -159,18 +163,22 @@ async def test_similar_events_with_pgvector(
 ) -> None:
     if not database_url.startswith("postgresql"):
         pytest.skip("pgvector is a Postgres extension")
-    async with app.state.services.db.session() as session:
-        available = await session.scalar(
+    async with app.state.services.db.transaction() as work:
+        available = await work.session.scalar(
             sql("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
         )
     if not available:
         pytest.skip("the pgvector extension is not available on this Postgres server")
     ids = await _seed_conversations(app, client)
     assert (await ranked(client, ids["cats-1"]))[0] == "cats-2"
-    async with app.state.services.db.session() as session:
-        installed = await session.scalar(sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'"))
+    async with app.state.services.db.transaction() as work:
+        installed = await work.session.scalar(
+            sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        )
     if not installed:
         pytest.skip("pgvector is available but this role may not CREATE EXTENSION vector")
-    async with app.state.services.db.session() as session:
-        count = await session.scalar(sql(f"SELECT count(*) FROM {similar_vectors.PGVECTOR_TABLE}"))
+    async with app.state.services.db.transaction() as work:
+        count = await work.session.scalar(
+            sql(f"SELECT count(*) FROM {similar_vectors.PGVECTOR_TABLE}")
+        )
     assert count == 4

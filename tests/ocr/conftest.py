@@ -11,8 +11,8 @@ import pytest
 from fastapi import FastAPI
 
 from maestrale.app import create_app
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.registry import ResolvedModel
+from maestrale.engines.specs import ModelSpec
 from tests.support import databases
 from tests.support.app_fixtures import make_client, test_settings
 

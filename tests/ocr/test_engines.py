@@ -14,10 +14,10 @@ pytest.importorskip("fpdf")
 
 from PIL import Image
 
-from maestrale.catalog.config import CatalogError, ModelSpec, load_catalog
 from maestrale.engines.ocr_types import OcrImage
 from maestrale.engines.protocols import Closeable, OcrEngine
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CatalogError, ModelSpec, load_catalog
 from tests.ocr import samples
 
 

@@ -300,8 +300,8 @@ async def test_usage_is_recorded_with_pages(ocr_app: FastAPI, text_pdf: bytes) -
         response = await ocr(client, document=pdf_document(text_pdf))
         assert response.status_code == 200
     await ocr_app.state.services.recorder.flush()
-    async with ocr_app.state.services.db.session() as session:
-        rows = (await session.execute(select(UsageRecord))).scalars().all()
+    async with ocr_app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(UsageRecord))).scalars().all()
     ocr_rows = [row for row in rows if row.endpoint == "ocr"]
     assert len(ocr_rows) == 1
     assert ocr_rows[0].pages == 2 and ocr_rows[0].model == OCR_MODEL

@@ -129,9 +129,9 @@ async def test_ocr_lines_with_annotations(ocr_app: FastAPI, ocr_client: httpx.As
     # Each recognised document is a batch call of the job, counted in pages; the annotations
     # are chat calls correlated to the job too.
     await ocr_app.state.services.recorder.flush()
-    async with ocr_app.state.services.db.session() as session:
+    async with ocr_app.state.services.db.transaction() as work:
         rows = (
-            await session.execute(
+            await work.session.execute(
                 sa.select(UsageRecord.endpoint, UsageRecord.source, UsageRecord.status_code).where(
                     UsageRecord.correlation_id == job["id"]
                 )

@@ -117,8 +117,8 @@ async def test_request_goes_up_and_answer_comes_back(
 
     from maestrale.accounting.tables import UsageRecord
 
-    async with upstream_app.state.services.db.session() as session:
-        rows = (await session.execute(select(UsageRecord))).scalars().all()
+    async with upstream_app.state.services.db.transaction() as work:
+        rows = (await work.session.execute(select(UsageRecord))).scalars().all()
     ocr_rows = sorted((r for r in rows if r.endpoint == "ocr"), key=lambda r: r.status_code)
     assert [(r.status_code, r.pages) for r in ocr_rows] == [(200, 2), (500, 0)]
 

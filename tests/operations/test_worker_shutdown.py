@@ -46,9 +46,9 @@ def start_worker(database_url: str, tmp_path: Path, grace: float) -> subprocess.
 
 
 async def enqueue(db: Database, record: Path, seconds: float) -> str:
-    async with db.session() as session:
+    async with db.transaction() as work:
         payload = {"file": str(record), "seconds": seconds}
-        return (await JobQueue(db).enqueue(session, KIND, payload)).id
+        return (await JobQueue(db).enqueue(work.session, KIND, payload)).id
 
 
 async def status(db: Database, job_id: str) -> str:

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from maestrale.processes.client import HubClient
-from maestrale.processes.hub import CallHandler, Hub, StreamHandler
+from maestrale.hub.client import HubClient
+from maestrale.hub.server import CallHandler, Hub, StreamHandler
 
 
 @asynccontextmanager

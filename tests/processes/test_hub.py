@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from maestrale.engines.types import EngineError
-from maestrale.processes import frames
-from maestrale.processes.client import HubClient
-from maestrale.processes.hub import CallHandler, HubError
+from maestrale.hub import frames
+from maestrale.hub.client import HubClient
+from maestrale.hub.server import CallHandler, HubError
 from tests.processes.hubs import running_hub
 
 

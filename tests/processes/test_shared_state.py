@@ -15,9 +15,9 @@ from fastapi import FastAPI
 
 from maestrale.app import create_app
 from maestrale.config import make_data_dir
-from maestrale.processes import frames
-from maestrale.processes.engines import EngineHost, RemoteEngine
-from maestrale.processes.hosting import open_hub
+from maestrale.hub import frames
+from maestrale.hub.engines import EngineHost, RemoteEngine
+from maestrale.hub.hosting import open_hub
 from tests.support.app_fixtures import ADMIN_KEY, create_owner_key, make_client
 from tests.support.app_fixtures import test_settings as make_settings
 
@@ -107,9 +107,9 @@ async def test_local_models_are_loaded_once_by_the_hub(
 
 
 def test_the_host_serves_the_engines_that_load_weights() -> None:
-    from maestrale.catalog.config import load_catalog
     from maestrale.engines.registry import ENGINES
-    from maestrale.processes.engines import HOSTED
+    from maestrale.engines.specs import load_catalog
+    from maestrale.hub.engines import HOSTED
 
     assert set(ENGINES) >= HOSTED
     host = EngineHost(load_catalog(None))
@@ -142,7 +142,7 @@ async def test_the_cli_revokes_a_key_in_every_running_process(
 ) -> None:
     """`maestrale keys revoke` finds the hub of the server on its data directory."""
     from maestrale.core.auth.invalidation import Invalidation
-    from maestrale.processes.bus import publish_once
+    from maestrale.hub.bus import publish_once
 
     heard: list[Invalidation] = []
     for app in pair:

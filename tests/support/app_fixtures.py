@@ -88,19 +88,19 @@ async def anon_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def default_tenant(db: Database) -> Tenant:
-    async with db.session() as session:
-        ws = await TenancyRepository(session).default_workspace()
+    async with db.transaction() as work:
+        ws = await TenancyRepository(work.session).default_workspace()
         assert ws is not None
         return Tenant(ws.organization_id, ws.id)
 
 
 async def create_tenant(db: Database, name: str = "other") -> TenantKey:
     """A second organization with its own workspace and standard key."""
-    async with db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         org = await tenancy.create_organization(name)
         ws = await tenancy.create_workspace(org.id, f"{name} workspace", is_default=False)
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="standard", organization_id=org.id, workspace_id=ws.id, user_id=None, name=name
         )
         return TenantKey(Tenant(org.id, ws.id), key)
@@ -115,13 +115,13 @@ async def member_key(
 ) -> str:
     """The standard key of a new user of the default organization, member of its default
     workspace with `workspace_roles`."""
-    async with app.state.services.db.session() as session:
-        tenancy = TenancyRepository(session)
+    async with app.state.services.db.transaction() as work:
+        tenancy = TenancyRepository(work.session)
         ws = await tenancy.default_workspace()
         assert ws is not None
         user = await tenancy.create_user(ws.organization_id, email, list(org_roles))
         await tenancy.add_member(ws.id, user.id, workspace_roles)
-        _, key = await KeyRepository(session).create_key(
+        _, key = await KeyRepository(work.session).create_key(
             kind="standard",
             organization_id=ws.organization_id,
             workspace_id=ws.id,

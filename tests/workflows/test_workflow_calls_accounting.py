@@ -9,15 +9,15 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
 
 META = {"x-metadata": json.dumps({"call_type": "workflows", "execution_id": "exec-42"})}
 
 
 async def _correlations(app: FastAPI) -> dict[str, str]:
     await app.state.services.recorder.flush()
-    async with app.state.services.db.session() as session:
-        events = (await session.execute(select(ChatCompletionEvent))).scalars().all()
+    async with app.state.services.db.transaction() as work:
+        events = (await work.session.execute(select(ChatCompletionEvent))).scalars().all()
     return {e.request_messages[-1]["content"]: e.correlation_id for e in events}
 
 

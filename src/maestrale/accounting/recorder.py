@@ -39,11 +39,10 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from maestrale.accounting.bulk import BATCH_ROWS, BulkInsert, batches
 from maestrale.accounting.scrub import scrub_row
-from maestrale.accounting.tables import UsageRecord
+from maestrale.accounting.tables import ChatCompletionEvent, UsageRecord
 from maestrale.core.db import Database, is_data_error
 from maestrale.core.repeated_failure import RepeatedFailure
 from maestrale.core.sqlite_writer import SqliteWriter
-from maestrale.observability.events.tables import ChatCompletionEvent
 
 log = logging.getLogger("maestrale.accounting")
 
@@ -155,12 +154,12 @@ class Recorder:
         if self._writer is not None:
             await self._writer.transaction(partial(_insert_sqlite, usage, events))
             return
-        async with self.db.session() as session:  # Postgres, or an in-memory SQLite
+        async with self.db.transaction() as work:  # Postgres, or an in-memory SQLite
             for table, rows in ((USAGE, usage), (EVENTS, events)):
                 bulk = _BULK[table]
                 sql = bulk.sqlite_sql.replace("?", ":rows") if self._sqlite else bulk.postgres_sql
                 for payload in batches(bulk, rows, sqlite=self._sqlite):
-                    await session.execute(text(sql), {"rows": payload})
+                    await work.session.execute(text(sql), {"rows": payload})
 
     async def _write_rows(self, table: str, rows: Rows) -> None:
         if table == USAGE:

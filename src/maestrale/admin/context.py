@@ -10,14 +10,14 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.admin.audit import audit_entry
+from maestrale.admin.audit import AuditLog
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import AdminAuth
 from maestrale.core.auth.invalidation import Invalidation, Invalidator
 from maestrale.core.auth.principal import Principal
 from maestrale.core.pagination import MAX_PAGE_SIZE, PageParams
 from maestrale.core.routing import Work
 from maestrale.core.uow import UnitOfWork
-from maestrale.dependencies import app_services
 
 
 class AdminContext:
@@ -51,18 +51,16 @@ class AdminContext:
         after: dict[str, Any] | None = None,
     ) -> None:
         """Record one change in the same transaction as the change itself."""
-        self.session.add(
-            audit_entry(
-                organization_id=self.organization_id,
-                actor=self.actor,
-                action=action,
-                target_type=target_type,
-                target_id=target_id,
-                before=before,
-                after=after,
-                actor_key_id=self.principal.key_id or None,
-                actor_user_id=self.principal.user_id,
-            )
+        AuditLog(self.session).record(
+            organization_id=self.organization_id,
+            actor=self.actor,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            before=before,
+            after=after,
+            actor_key_id=self.principal.key_id or None,
+            actor_user_id=self.principal.user_id,
         )
 
     def invalidate(self, *items: Invalidation) -> None:
@@ -77,7 +75,8 @@ class AdminContext:
 
 
 async def admin_context(request: Request, principal: AdminAuth, work: Work) -> AdminContext:
-    return AdminContext(work, principal, app_services(request).invalidator)
+    invalidator: Invalidator = app_services(request).invalidator
+    return AdminContext(work, principal, invalidator)
 
 
 Admin = Annotated[AdminContext, Depends(admin_context)]

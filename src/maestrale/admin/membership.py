@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from maestrale.admin import roles as R
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin import roles as role_catalog
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.core.auth.tables import WorkspaceMember
 
 Outcome = Literal["added", "updated", "unchanged"]
 
 
 class Memberships:
-    def __init__(self, workspaces: WorkspaceRepository) -> None:
+    def __init__(self, workspaces: WorkspaceAdminRepository) -> None:
         self.workspaces = workspaces
 
     async def provision(
@@ -23,14 +23,14 @@ class Memberships:
         `replace` sets the member's roles to exactly `roles`; otherwise they are added to the
         roles the member already has (a group assignment never takes a role away).
         """
-        wanted = R.WORKSPACE.names(roles or [R.WS_DEFAULT])
+        wanted = role_catalog.WORKSPACE.names(roles or [role_catalog.WS_DEFAULT])
         member = await self.workspaces.membership(workspace_id, user_id)
         if member is None:
             await self.workspaces.add(
                 WorkspaceMember(workspace_id=workspace_id, user_id=user_id, roles=wanted)
             )
             return "added"
-        current = R.WORKSPACE.names(member.roles or [])
+        current = role_catalog.WORKSPACE.names(member.roles or [])
         new = wanted if replace else current + [r for r in wanted if r not in current]
         if new == current:
             return "unchanged"

@@ -8,7 +8,7 @@ from typing import ClassVar, Self
 
 from pydantic import BaseModel, field_validator, model_validator
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 
 
 def _exclusive(a: object, b: object, names: tuple[str, str]) -> None:
@@ -19,7 +19,7 @@ def _exclusive(a: object, b: object, names: tuple[str, str]) -> None:
 class _RoleFields(BaseModel):
     """The four role fields of one scope; subclasses name the scope's catalog and role names."""
 
-    _catalog: ClassVar[R.RoleCatalog]
+    _catalog: ClassVar[role_catalog.RoleCatalog]
     _scope: ClassVar[str]
 
     role: str | None = None
@@ -31,14 +31,14 @@ class _RoleFields(BaseModel):
     @classmethod
     def _known_role(cls, value: str | None) -> str | None:
         if value is not None:
-            R.check_known(cls._catalog, [value], cls._scope)
+            role_catalog.check_known(cls._catalog, [value], cls._scope)
         return value
 
     @field_validator("roles")
     @classmethod
     def _known_roles(cls, value: list[str] | None) -> list[str] | None:
         if value is not None:
-            R.check_known(cls._catalog, value, cls._scope)
+            role_catalog.check_known(cls._catalog, value, cls._scope)
         return value
 
     @model_validator(mode="after")
@@ -61,21 +61,23 @@ class _RoleFields(BaseModel):
 
 
 class OrgRoleFields(_RoleFields):
-    _catalog = R.ORG
+    _catalog = role_catalog.ORG
     _scope = "organization"
 
-    role_name: R.OrgRoleName | None = None
-    role_names: list[R.OrgRoleName] | None = None
+    role_name: role_catalog.OrgRoleName | None = None
+    role_names: list[role_catalog.OrgRoleName] | None = None
 
 
 class WorkspaceRoleFields(_RoleFields):
-    _catalog = R.WORKSPACE
+    _catalog = role_catalog.WORKSPACE
     _scope = "workspace"
 
-    role_name: R.WorkspaceRoleName | None = None
-    role_names: list[R.WorkspaceRoleName] | None = None
+    role_name: role_catalog.WorkspaceRoleName | None = None
+    role_names: list[role_catalog.WorkspaceRoleName] | None = None
 
 
-def raw_roles(catalog: R.RoleCatalog, stored: list[str] | None, default: str) -> list[str]:
+def raw_roles(
+    catalog: role_catalog.RoleCatalog, stored: list[str] | None, default: str
+) -> list[str]:
     """The UUIDs of stored role names (`raw_roles` in responses); the default when empty."""
     return catalog.uuids(stored or [default])

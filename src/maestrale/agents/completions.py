@@ -99,5 +99,4 @@ async def agent_completions(
         dict(version.completion_args or {}),
         version.guardrails,
     )
-    await work.release()  # no transaction open while the model answers
     return await respond_chat(request, gateway, caller, chat, correlation)

@@ -11,15 +11,14 @@ from typing import Any
 from maestrale.audio.schemas import TranscriptionForm
 from maestrale.audio.service import TranscriptionService, response_body
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.uow import unit_of_work
 from maestrale.core.validation import parse_body
 from maestrale.files.service import FileService
+from maestrale.gateway.executors import ExecutorServices
 from maestrale.gateway.hooks import Caller
-from maestrale.services import Services
 
 
 async def run_transcription(
-    services: Services,
+    services: ExecutorServices,
     caller: Caller,
     body: dict[str, Any],
     correlation_id: str,
@@ -28,12 +27,12 @@ async def run_transcription(
 ) -> dict[str, Any]:
     form: TranscriptionForm = parse_body(TranscriptionForm, body)
     tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
-    async with unit_of_work(services.db.sessionmaker) as work:
+    async with services.db.transaction() as work:
         files = FileService(work.session, tenant, caller.key_id, services.blobs)
-        service = TranscriptionService(services.gateway, services.settings, files)
+        gateway = services.gateway.releasing(work.release)
+        service = TranscriptionService(gateway, services.settings, files)
         call, request = await service.prepare(
             caller, form, None, correlation_id=correlation_id, source=source
         )
-        await work.release()  # the file is read: no transaction open while the model runs
         result = await service.complete(call, request)
     return response_body(form.model, result, list(form.timestamp_granularities))

@@ -11,13 +11,13 @@ from maestrale.audio.form import read_body
 from maestrale.audio.schemas import TranscriptionResponse
 from maestrale.audio.service import TranscriptionService, response_body
 from maestrale.audio.streaming import stream_transcription
-from maestrale.config import Settings
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.dependencies import Blobs
 from maestrale.core.errors import MODEL_ERRORS, BadRequest, error_responses
 from maestrale.core.routing import Work, domain_router
 from maestrale.core.sse import streamed
-from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.gateway.responses import json_response
@@ -71,6 +71,8 @@ async def create_transcription(
     caller: CallerDep,
     gateway: GatewayDep,
     correlation: CorrelationId,
+    settings: AppSettings,
+    blobs: Blobs,
 ) -> Response:
     """Transcribe speech. The audio is a multipart `file` part, a `file_url` (fetched by the
     server; loopback and private addresses are refused unless configured) or the `file_id` of an
@@ -79,7 +81,6 @@ async def create_transcription(
     (accepted; local models do not label speakers, `speaker_id` is null) and `stream`.
 
     400 for audio that cannot be decoded, 413 for audio over the size or duration limit."""
-    settings: Settings = app_services(request).settings
     length = request.headers.get("content-length")
     try:
         form, upload = await read_body(
@@ -90,12 +91,9 @@ async def create_transcription(
         )
     except ClientDisconnect as exc:
         raise BadRequest("the client went away during the upload", code="client_gone") from exc
-    files = FileService(
-        work.session, Tenant.of(principal), principal.key_id, app_services(request).blobs
-    )
+    files = FileService(work.session, Tenant.of(principal), principal.key_id, blobs)
     service = TranscriptionService(gateway, settings, files)
     call, engine_request = await service.prepare(caller, form, upload, correlation_id=correlation)
-    await work.release()  # the file is read: no transaction open while the model transcribes
     granularities = list(form.timestamp_granularities)
     if form.stream:
         return await stream_transcription(request, gateway, call, engine_request, granularities)

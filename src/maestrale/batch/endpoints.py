@@ -1,8 +1,8 @@
 """The endpoints batch lines can call, by path (the reference's batch `endpoint` enum): the
 capability their model needs and their executor. Executors that need only the gateway are the
 domains' `gateway.executors.Endpoint`s; those that read files or store what they make (OCR,
-transcription, conversations) take the process's services. A domain that adds an endpoint batch
-may call lists it here.
+transcription, conversations) each declare the few services they read, which a line's services
+(`LineServices`) hold. A domain that adds an endpoint batch may call lists it here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from maestrale.audio.executors import run_transcription
 from maestrale.classifiers.executors import (
@@ -20,16 +20,20 @@ from maestrale.classifiers.executors import (
     MODERATIONS_ENDPOINT,
 )
 from maestrale.completions.execute import CHAT_ENDPOINT, EMBEDDINGS_ENDPOINT, FIM_ENDPOINT
-from maestrale.conversations.executors import run_conversation
+from maestrale.conversations.executors import ConversationServices, run_conversation
 from maestrale.gateway.capabilities import CHAT, OCR, TRANSCRIPTION, Capability
-from maestrale.gateway.executors import Endpoint
+from maestrale.gateway.executors import Endpoint, ExecutorServices
 from maestrale.gateway.hooks import Caller
 from maestrale.ocr.executors import run_ocr
-from maestrale.services import Services
+
+
+class LineServices(ExecutorServices, ConversationServices, Protocol):
+    """What batch lines read of the process's services: what every executor reads."""
+
 
 # (services, caller, body, correlation_id, source, extra event fields) → response body.
 LineExecutor = Callable[
-    [Services, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[dict[str, Any]]
+    [LineServices, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[dict[str, Any]]
 ]
 
 
@@ -45,7 +49,7 @@ class BatchEndpoint:
 
 def _of(endpoint: Endpoint) -> BatchEndpoint:
     async def run(
-        services: Services,
+        services: LineServices,
         caller: Caller,
         body: dict[str, Any],
         correlation_id: str,
@@ -86,7 +90,7 @@ def target(body: dict[str, Any], model: str | None, agent_id: str | None) -> Non
 
 
 async def execute(
-    services: Services,
+    services: LineServices,
     caller: Caller,
     endpoint: str,
     body: dict[str, Any],

@@ -16,7 +16,6 @@ from maestrale.batch.repository import BatchRunRepository
 from maestrale.batch.tables import BatchJob, BatchStatus
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
-from maestrale.core.uow import unit_of_work
 from maestrale.files.repository import FileRepository
 
 PAGE = 2000
@@ -30,24 +29,24 @@ class Progress:
 
     async def start(self) -> BatchJob | None:
         """The job's row, RUNNING from now on if it was QUEUED; None if it was deleted."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             return await BatchRunRepository(work.session, self.batch_id).start()
 
     async def load(self) -> BatchJob | None:
         """The job's row as it is now (its counters); None if it was deleted."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             return await BatchRunRepository(work.session, self.batch_id).load()
 
     async def status(self) -> str | None:
         """The job's status now (a cancel request shows here); None once it was deleted."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             return await BatchRunRepository(work.session, self.batch_id).status()
 
     async def input_keys(self, batch: BatchJob) -> dict[str, str]:
         """Blob keys of the job's input files that still exist, looked up in the job's workspace
         as its creator would see them: an id of another workspace's file is not found."""
         tenant = Tenant(batch.organization_id, batch.workspace_id, batch.user_id)
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             files = FileRepository(work.session, tenant, batch.key_id)
             return await files.blob_keys(list(batch.input_files or []))
 
@@ -55,14 +54,14 @@ class Progress:
         """Record results not recorded yet and advance the counters by them; the job's status
         after the write, or None if the job was deleted."""
         try:
-            async with unit_of_work(self.db.sessionmaker) as work:
+            async with self.db.transaction() as work:
                 return await BatchRunRepository(work.session, self.batch_id).record(rows)
         except IntegrityError:  # the job row is gone (deleted meanwhile): nothing was written
             return None
 
     async def done_after(self, line: int, limit: int = PAGE) -> list[int]:
         """Lines already recorded, above `line`, in order (resumption skips them)."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             return await BatchRunRepository(work.session, self.batch_id).done_after(line, limit)
 
     async def records(self, ok: bool) -> AsyncIterator[tuple[int, str]]:
@@ -70,7 +69,7 @@ class Progress:
         (no transaction is open while the caller handles a page)."""
         last = -1
         while True:
-            async with unit_of_work(self.db.sessionmaker) as work:
+            async with self.db.transaction() as work:
                 page = await BatchRunRepository(work.session, self.batch_id).records(ok, last, PAGE)
             for line, record in page:
                 yield line, record
@@ -80,14 +79,14 @@ class Progress:
 
     async def failure_summary(self) -> list[dict[str, Any]]:
         """The most frequent failure reasons with their counts (the job's `errors`)."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             repo = BatchRunRepository(work.session, self.batch_id)
             return await repo.failure_summary(MAX_ERROR_GROUPS)
 
     async def fail(self, message: str) -> bool:
         """Give the job the final status FAILED with `message` as its error (its worker gave
         up); False if it was deleted or already final."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             return await BatchRunRepository(work.session, self.batch_id).finish(
                 status=BatchStatus.FAILED,
                 output_file=None,

@@ -5,18 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import Query, Request
+from fastapi import Depends, Query, Request
 
 from maestrale.batch.schemas import BatchJobCreate, BatchJobDeleted, BatchJobList, BatchJobOut
 from maestrale.batch.service import BatchService
 from maestrale.core.auth.dependencies import StandardAuth
-from maestrale.core.auth.principal import Principal, Tenant
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.dependencies import Blobs, Db
 from maestrale.core.errors import error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession, Work, domain_router
-from maestrale.dependencies import app_services
+from maestrale.core.routing import Work, domain_router
+from maestrale.gateway.dependencies import GatewayDep
 
 router = domain_router(prefix="/batch/jobs", tags=["batch"])
 
@@ -25,16 +26,20 @@ _OWN_PARAMS = "page page_size model agent_id metadata created_after created_by_m
 LIST_PARAMS = frozenset(_OWN_PARAMS.split())
 
 
-def _service(request: Request, session: DbSession, principal: Principal) -> BatchService:
-    services = app_services(request)
+def _service(
+    work: Work, principal: StandardAuth, blobs: Blobs, gateway: GatewayDep, db: Db
+) -> BatchService:
     return BatchService(
-        session,
+        work.session,
         Tenant.of(principal),
         principal.key_id,
-        blobs=services.blobs,
-        gateway=services.gateway,
-        queue=JobQueue(services.db),
+        blobs=blobs,
+        gateway=gateway,
+        queue=JobQueue(db),
     )
+
+
+Service = Annotated[BatchService, Depends(_service)]
 
 
 def _metadata_wanted(request: Request) -> dict[str, str]:
@@ -49,23 +54,19 @@ def _metadata_wanted(request: Request) -> dict[str, str]:
 
 
 @router.post("", response_model=BatchJobOut, responses=error_responses((404,)))
-async def create_batch_job(
-    body: BatchJobCreate, request: Request, session: DbSession, principal: StandardAuth
-) -> BatchJobOut:
+async def create_batch_job(body: BatchJobCreate, service: Service) -> BatchJobOut:
     """Create a batch job over an endpoint (`/v1/chat/completions`, `/v1/fim/completions`,
     `/v1/embeddings`, `/v1/moderations`, `/v1/chat/moderations`, `/v1/classifications`,
     `/v1/chat/classifications`): its requests are the lines `{"custom_id", "body"}` of the JSONL
     `input_files`, then the inline `requests`; `model` applies to every line. The job runs in
     the background; its results go to an output file and an error file."""
-    service = _service(request, session, principal)
     return await service.describe(await service.create(body), inline=False)
 
 
 @router.get("", response_model=BatchJobList)
 async def list_batch_jobs(
     request: Request,
-    session: DbSession,
-    principal: StandardAuth,
+    service: Service,
     page: int = 0,
     page_size: int = 100,
     model: str | None = None,
@@ -77,7 +78,7 @@ async def list_batch_jobs(
 ) -> BatchJobList:
     """The workspace's batch jobs (page counted from 0), filtered by model, agent, metadata
     (`?key=value` or `metadata={json}`), creation time, creator and status."""
-    rows, total = await _service(request, session, principal).page(
+    rows, total = await service.page(
         PageParams(page, page_size),
         model=model,
         agent_id=agent_id,
@@ -93,32 +94,24 @@ async def list_batch_jobs(
 @router.get("/{job_id}", response_model=BatchJobOut, response_model_exclude_unset=False)
 async def get_batch_job(
     job_id: str,
-    request: Request,
-    session: DbSession,
-    principal: StandardAuth,
+    service: Service,
     inline: bool | None = None,
 ) -> BatchJobOut:
     """A batch job with its counters; `inline=true` also returns its results (`outputs` and
     `errors`, one entry per line)."""
-    service = _service(request, session, principal)
     return await service.describe(await service.get(job_id), inline=bool(inline))
 
 
 @router.post("/{job_id}/cancel", response_model=BatchJobOut)
-async def cancel_batch_job(
-    job_id: str, request: Request, session: DbSession, principal: StandardAuth
-) -> BatchJobOut:
+async def cancel_batch_job(job_id: str, service: Service) -> BatchJobOut:
     """Cancel a job: a queued one at once; a running one stops starting lines, lets the lines
     in flight finish, writes its files and ends CANCELLED."""
-    service = _service(request, session, principal)
     return await service.describe(await service.cancel(job_id), inline=False)
 
 
 @router.delete("/{job_id}", response_model=BatchJobDeleted)
-async def delete_batch_job(
-    job_id: str, request: Request, work: Work, principal: StandardAuth
-) -> BatchJobDeleted:
+async def delete_batch_job(job_id: str, work: Work, service: Service) -> BatchJobDeleted:
     """Delete a job and its recorded results (a running job stops); its output and error files
     remain until deleted."""
-    await _service(request, work.session, principal).delete(job_id, work.on_commit)
+    await service.delete(job_id, work.on_commit)
     return BatchJobDeleted(id=job_id)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from maestrale.batch.endpoints import execute, target
+from maestrale.batch.endpoints import LineServices, execute, target
 from maestrale.batch.progress import DoneLines, Progress
 from maestrale.batch.tables import BatchJob, BatchStatus
 from maestrale.core.clock import as_utc, utcnow
@@ -23,7 +23,6 @@ from maestrale.core.errors import INTERNAL_ERROR, AppError, error_body
 from maestrale.core.jobs.worker import JobContext
 from maestrale.files.lines import TOO_LONG, iter_lines
 from maestrale.gateway.hooks import Caller
-from maestrale.services import Services
 
 log = logging.getLogger("maestrale.batch")
 
@@ -74,7 +73,7 @@ class BatchRun:
 
     def __init__(
         self,
-        services: Services,
+        services: LineServices,
         ctx: JobContext,
         batch: BatchJob,
         progress: Progress,

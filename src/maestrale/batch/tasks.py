@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.batch.endpoints import LineServices
 from maestrale.batch.progress import Progress
 from maestrale.batch.repository import BatchRunRepository
 from maestrale.batch.runner import BatchRun
@@ -23,7 +24,6 @@ from maestrale.core.clock import as_utc, utcnow
 from maestrale.core.jobs.worker import JobContext, JobInterrupted, JobRegistry, describe_error
 from maestrale.files.repository import WorkspaceFiles
 from maestrale.files.tables import StoredFile
-from maestrale.services import Services
 
 log = logging.getLogger("maestrale.batch")
 
@@ -42,7 +42,7 @@ STOPPED = {
 class BatchTasks:
     """Runs batch jobs; `worker_limit` bounds the lines in flight across all jobs of a worker."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: LineServices) -> None:
         self.services = services
         self.worker_limit = asyncio.Semaphore(services.settings.batch_max_concurrency)
 
@@ -165,5 +165,5 @@ class BatchTasks:
         )
 
 
-def register(registry: JobRegistry, services: Services) -> None:
+def register(registry: JobRegistry, services: LineServices) -> None:
     registry.register(KIND, BatchTasks(services).run)

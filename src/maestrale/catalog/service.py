@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from maestrale.catalog.config import CARD_CAPABILITIES, ModelSpec
 from maestrale.catalog.repository import FineTunedModelRepository
 from maestrale.catalog.schemas import (
     BaseModelCard,
@@ -20,10 +17,10 @@ from maestrale.catalog.schemas import (
     ModelUpdate,
 )
 from maestrale.catalog.tables import FineTunedModel
-from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import unix
 from maestrale.core.errors import BadRequest, NotFound
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CARD_CAPABILITIES, ModelSpec
 
 
 class ModelNotFound(NotFound):
@@ -86,92 +83,66 @@ def ft_model(row: FineTunedModel) -> FineTunedModelOut:
 
 
 class ModelService:
+    """The models group of one workspace: the engines' base models and its fine-tuned ones."""
+
+    def __init__(self, fine_tuned: FineTunedModelRepository, engines: EngineRegistry) -> None:
+        self.fine_tuned = fine_tuned
+        self.engines = engines
+
     async def list(
-        self,
-        session: AsyncSession,
-        tenant: Tenant,
-        registry: EngineRegistry,
-        *,
-        provider: str | None = None,
-        model: str | None = None,
+        self, *, provider: str | None = None, model: str | None = None
     ) -> list[ModelCard]:
-        cards: list[ModelCard] = [base_card(spec) for spec in registry.specs]
-        cards.extend(
-            ft_card(row) for row in await FineTunedModelRepository(session, tenant).list_all()
-        )
+        """The base models' cards then the workspace's fine-tuned ones, filtered by owner
+        (`provider`) and by id or alias (`model`)."""
+        cards: list[ModelCard] = [base_card(spec) for spec in self.engines.specs]
+        cards.extend(ft_card(row) for row in await self.fine_tuned.list_all())
         if provider:
             cards = [card for card in cards if card.owned_by == provider]
         if model:
             cards = [card for card in cards if card.id == model or model in card.aliases]
         return cards
 
-    async def _fine_tuned(
-        self, session: AsyncSession, tenant: Tenant, model_id: str
-    ) -> FineTunedModel:
-        row = await FineTunedModelRepository(session, tenant).get(model_id)
+    async def _fine_tuned(self, model_id: str) -> FineTunedModel:
+        row = await self.fine_tuned.get(model_id)
         if row is None:
             raise ModelNotFound(f"model {model_id!r} not found", param="model_id")
         return row
 
-    async def _mutable(
-        self,
-        session: AsyncSession,
-        tenant: Tenant,
-        registry: EngineRegistry,
-        model_id: str,
-        verb: str,
-    ) -> FineTunedModel:
-        if registry.resolve(model_id) is not None:
+    async def _mutable(self, model_id: str, verb: str) -> FineTunedModel:
+        if self.engines.resolve(model_id) is not None:
             raise BaseModelImmutable(
                 f"model {model_id!r} is a base model of the catalog and cannot be {verb}; "
                 "only fine-tuned models can",
                 param="model_id",
             )
-        return await self._fine_tuned(session, tenant, model_id)
+        return await self._fine_tuned(model_id)
 
-    async def get(
-        self, session: AsyncSession, tenant: Tenant, registry: EngineRegistry, model_id: str
-    ) -> ModelCard:
-        resolved = registry.resolve(model_id)
+    async def get(self, model_id: str) -> ModelCard:
+        """A model's card by id or alias: a base model, else a fine-tuned model of the
+        workspace."""
+        resolved = self.engines.resolve(model_id)
         if resolved is not None:
             return base_card(resolved.spec)
-        return ft_card(await self._fine_tuned(session, tenant, model_id))
+        return ft_card(await self._fine_tuned(model_id))
 
-    async def delete(
-        self, session: AsyncSession, tenant: Tenant, registry: EngineRegistry, model_id: str
-    ) -> FineTunedModel:
+    async def delete(self, model_id: str) -> FineTunedModel:
         """Delete a fine-tuned model; the deleted row (its artifact goes after the commit)."""
-        row = await self._mutable(session, tenant, registry, model_id, "deleted")
-        await FineTunedModelRepository(session, tenant).delete(row)
+        row = await self._mutable(model_id, "deleted")
+        await self.fine_tuned.delete(row)
         return row
 
-    async def update(
-        self,
-        session: AsyncSession,
-        tenant: Tenant,
-        registry: EngineRegistry,
-        model_id: str,
-        changes: ModelUpdate,
-    ) -> FineTunedModelOut:
-        row = await self._mutable(session, tenant, registry, model_id, "updated")
+    async def update(self, model_id: str, changes: ModelUpdate) -> FineTunedModelOut:
+        """Rename or re-describe a fine-tuned model (the fields the request sets)."""
+        row = await self._mutable(model_id, "updated")
         for field in changes.model_fields_set & {"name", "description"}:
             setattr(row, field, getattr(changes, field))
-        await session.flush()
+        await self.fine_tuned.flush()
         return ft_model(row)
 
-    async def set_archived(
-        self,
-        session: AsyncSession,
-        tenant: Tenant,
-        registry: EngineRegistry,
-        model_id: str,
-        archived: bool,
-    ) -> ModelArchived:
+    async def set_archived(self, model_id: str, archived: bool) -> ModelArchived:
+        """Archive or unarchive a fine-tuned model."""
         verb = "archived" if archived else "unarchived"
-        row = await self._mutable(session, tenant, registry, model_id, verb)
+        row = await self._mutable(model_id, verb)
         row.archived = archived
-        await session.flush()
+        await self.fine_tuned.flush()
         return ModelArchived(id=row.id, archived=archived)
-
-
-models = ModelService()

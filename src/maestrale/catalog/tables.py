@@ -27,4 +27,6 @@ class FineTunedModel(WorkspaceScoped, Base):
     capabilities: Mapped[dict[str, bool]] = mapped_column(JSONDoc, default=dict)
     classifier_targets: Mapped[list[dict[str, Any]]] = mapped_column(JSONDoc, default=list)
     artifact: Mapped[str | None] = mapped_column(String(500), default=None)
+    # An `ArtifactFormat`: how the artifact is served (None: no artifact, served as its base).
+    artifact_format: Mapped[str | None] = mapped_column(String(16), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

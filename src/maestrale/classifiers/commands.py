@@ -8,10 +8,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from maestrale.catalog.config import CatalogError, load_catalog
 from maestrale.classifiers.embedder import registry_embedder
 from maestrale.config import Settings
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CatalogError, load_catalog
 from maestrale.engines.types import EngineError
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
+from maestrale.catalog.artifacts import ArtifactFormat
 from maestrale.classifiers.embedder import registry_embedder
 from maestrale.core.errors import AppError, BadRequest
 from maestrale.engines.moderation_types import ClassificationRequest, ModerationRequest
@@ -70,8 +71,8 @@ def _estimate(texts: list[str]) -> int:
 
 
 def _artifact(call: Call[ClassificationEngine]) -> str | None:
-    # A fine-tuned classifier resolves to its base model's engine; its artifact is `upstream`.
-    return call.upstream if call.model.startswith("ft:") else None
+    # A fine-tuned classifier resolves to its base model's engine, given its own head.
+    return call.artifact_file(ArtifactFormat.CLASSIFIER)
 
 
 async def _admitted(

@@ -7,7 +7,6 @@ from typing import Any
 
 import orjson
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.completions.schemas import (
     ChatCompletionRequest,
     EmbeddingRequest,
@@ -16,6 +15,7 @@ from maestrale.completions.schemas import (
     NamedToolChoice,
 )
 from maestrale.core.errors import BadRequest
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.text import content_text
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
 

@@ -14,11 +14,13 @@ the flow began), and the browser goes back only to an allowed origin (`app_retur
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from maestrale.connectors import credentials as C
+from maestrale.connectors.credentials import OAUTH_CLIENT, oauth_client
+from maestrale.connectors.errors import CredentialsMoved
+from maestrale.connectors.keychain import Keychain
 from maestrale.connectors.oauth.client import (
     authorization_url,
     exchange_code,
@@ -27,11 +29,11 @@ from maestrale.connectors.oauth.client import (
 from maestrale.connectors.oauth.discovery import server_metadata
 from maestrale.connectors.oauth.pkce import challenge, new_verifier
 from maestrale.connectors.oauth.state import InvalidState, open_state, seal_state
-from maestrale.connectors.service import ConnectorService, CredentialsMoved
 from maestrale.connectors.tools import ConnectorTools
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.crypto import SecretBox, SecretUnreadable
 from maestrale.core.errors import BadRequest
+from maestrale.core.uow import Release
 
 STATE_TTL = 600
 CALLBACK_PATH = "/v1/connectors/oauth2/callback"
@@ -40,7 +42,6 @@ START_PATH = "/v1/connectors/oauth2/start"
 COOKIE_PREFIX = "maestrale_oauth_"
 _FLOW = "connector-oauth-flow"  # the sealed start link (never taken for a state)
 _BROWSER = "connector-oauth-browser"  # the cookie
-Release = Callable[[], Awaitable[None]]
 
 
 class NoAuthorizationUrl(BadRequest):
@@ -123,8 +124,8 @@ def _verifier(box: SecretBox, payload: Mapping[str, Any], cookies: Mapping[str, 
 
 
 class ConnectorAuthorization:
-    def __init__(self, service: ConnectorService, release: Release) -> None:
-        self.service = service
+    def __init__(self, keychain: Keychain, release: Release) -> None:
+        self.keychain = keychain
         self.release = release
 
     async def auth_url(
@@ -142,11 +143,12 @@ class ConnectorAuthorization:
                 "credentials endpoints",
                 param="method_type",
             )
-        service, tenant = self.service, self.service.tenant
+        keychain = self.keychain
+        service, tenant = keychain.connectors, keychain.tenant
         if app_return_url:
             check_return_url(app_return_url, base_url, service.settings.return_origins)
         row = await service.row(id_or_name)
-        metadata, client = row.oauth_metadata, C.oauth_client(service.box, row)
+        metadata, client = row.oauth_metadata, oauth_client(service.box, row)
         server, metadata_url, name = row.server, row.oauth_metadata_url, row.name
         callback = redirect_uri(base_url)
         settings = service.settings
@@ -175,7 +177,7 @@ class ConnectorAuthorization:
             )
         stored = await service.row(row.id)
         stored.oauth_metadata = metadata
-        stored.oauth_client_sealed = service.box.seal_json(client, C.OAUTH_CLIENT)
+        stored.oauth_client_sealed = service.box.seal_json(client, OAUTH_CLIENT)
         await service.session.flush()
         scope = "user" if tenant.user_id else "workspace"
         name = credentials_name or "default"
@@ -196,7 +198,7 @@ class ConnectorAuthorization:
                 "name": name,
                 # The credentials' version now: the callback writes over this one only, so that
                 # a state is good once.
-                "version": await service.credential_version(row.id, scope, name),
+                "version": await keychain.credential_version(row.id, scope, name),
                 "redirect_uri": callback,
                 "return": app_return_url,
                 "authorize": {
@@ -215,7 +217,7 @@ class ConnectorAuthorization:
 
 async def complete(
     box: SecretBox,
-    make_service: Callable[[Tenant], ConnectorService],
+    make_keychain: Callable[[Tenant], Keychain],
     release: Release,
     *,
     state: str,
@@ -231,13 +233,14 @@ async def complete(
     payload = open_state(box, state)
     verifier = _verifier(box, payload, cookies)
     tenant = Tenant(payload["organization"], payload["workspace"], payload.get("user"))
-    service = make_service(tenant)
+    keychain = make_keychain(tenant)
+    service = keychain.connectors
     row = await service.row(payload["connector"])
     back = payload.get("return")
     if back:
         check_return_url(back, base_url, service.settings.return_origins)
     version = int(payload["version"])
-    if await service.credential_version(row.id, payload["scope"], payload["name"]) != version:
+    if await keychain.credential_version(row.id, payload["scope"], payload["name"]) != version:
         raise CredentialsMoved(
             "this authorization was completed already, or the credentials changed since it "
             "started; start the sign-in again"
@@ -248,7 +251,7 @@ async def complete(
             f"{(error or 'no code')[:200]}",
             code="oauth_denied",
         )
-    metadata, client = row.oauth_metadata, C.oauth_client(box, row)
+    metadata, client = row.oauth_metadata, oauth_client(box, row)
     if metadata is None or client is None:
         raise BadRequest("the connector's OAuth2 configuration changed; start again")
     await release()
@@ -262,7 +265,7 @@ async def complete(
         allow_private=service.settings.allow_private,
         timeout=service.settings.tool_timeout,
     )
-    await service.store_credentials(
+    await keychain.store_credentials(
         row.id,
         payload["scope"],
         payload["name"],
@@ -270,7 +273,7 @@ async def complete(
         tokens.expires_at,
         expected_version=version,
     )
-    tools = ConnectorTools(service, release)
+    tools = ConnectorTools(keychain, release)
     await tools.refresh(await service.row(row.id), payload["name"])
     return row.name, _returned(back, row.name) if back else None
 

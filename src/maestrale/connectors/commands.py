@@ -10,10 +10,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-
 from maestrale.config import Settings, previous_secrets, secret_value
 from maestrale.connectors.credentials import CREDENTIAL, HEADERS, OAUTH_CLIENT
+from maestrale.connectors.repository import SealedColumn
 from maestrale.connectors.tables import Connector, ConnectorCredential
 from maestrale.core.crypto import SecretBox, SecretUnreadable
 from maestrale.core.db import Database
@@ -56,11 +55,10 @@ def box_of(settings: Settings) -> SecretBox:
 async def reseal(db: Database, box: SecretBox) -> tuple[int, int]:
     """Reseal what is not under the current key: (values rewritten, values unreadable)."""
     rewritten = unreadable = 0
-    async with db.session() as session:
+    async with db.transaction() as work:
         for sealed in SEALED:
-            column = getattr(sealed.table, sealed.column)
-            rows = (await session.execute(select(sealed.table.id, column))).all()
-            for row_id, value in rows:
+            column = SealedColumn(work.session, sealed.table, sealed.column)
+            for row_id, value in await column.values():
                 if not value or box.is_current(value):
                     continue
                 try:
@@ -68,11 +66,7 @@ async def reseal(db: Database, box: SecretBox) -> tuple[int, int]:
                 except SecretUnreadable:
                     unreadable += 1
                     continue
-                await session.execute(
-                    update(sealed.table)
-                    .where(sealed.table.id == row_id, column == value)
-                    .values({sealed.column: fresh})
-                )
+                await column.replace(row_id, value, fresh)
                 rewritten += 1
     return rewritten, unreadable
 

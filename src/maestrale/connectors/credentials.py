@@ -1,5 +1,5 @@
 """Connector credentials: sealing and opening them, choosing the one a call uses, and the headers
-a call sends. Nothing here touches the database or the network."""
+a call sends. Nothing here touches the database or the network: storing them is the keychain's."""
 
 from __future__ import annotations
 

@@ -25,6 +25,13 @@ class CredentialsNotFound(NotFound):
     code = "credentials_not_found"
 
 
+class CredentialsMoved(BadRequest):
+    """Credentials changed since an OAuth2 authorization started: it was completed already (a
+    `state` is good once), or another one was completed first."""
+
+    code = "oauth_state_used"
+
+
 class ConnectorInactive(BadRequest):
     code = "connector_inactive"
 

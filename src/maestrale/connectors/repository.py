@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, exists, false, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 from maestrale.connectors.tables import Connector, ConnectorActivation, ConnectorCredential
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.auth.tables import User, WorkspaceMember
@@ -177,8 +177,8 @@ class ConnectorRepository:
             WorkspaceMember, (self.tenant.workspace_id, self.tenant.user_id)
         )
         return (
-            R.ORG.names(user.roles if user is not None else []),
-            R.WORKSPACE.names(member.roles if member is not None else []),
+            role_catalog.ORG.names(user.roles if user is not None else []),
+            role_catalog.WORKSPACE.names(member.roles if member is not None else []),
         )
 
     # Credentials.
@@ -272,4 +272,33 @@ class ConnectorRepository:
             update(ConnectorCredential)
             .where(ConnectorCredential.id == credential_id)
             .values(status=status, status_reason=reason)
+        )
+
+
+class SealedColumn:
+    """One column of sealed values, in every row of its table whatever its tenant: what the
+    operator's `secrets reseal` rewrites under the current key."""
+
+    def __init__(
+        self,
+        session: AsyncSession,
+        table: type[Connector] | type[ConnectorCredential],
+        column: str,
+    ) -> None:
+        self.session = session
+        self.table = table
+        self.column = getattr(table, column)
+        self.name = column
+
+    async def values(self) -> list[tuple[str, str | None]]:
+        """`(row id, sealed value)` of every row."""
+        found = await self.session.execute(select(self.table.id, self.column))
+        return [(str(row_id), value) for row_id, value in found.all()]
+
+    async def replace(self, row_id: str, old: str, new: str) -> None:
+        """Put `new` in place of `old` in the row (left alone if it changed meanwhile)."""
+        await self.session.execute(
+            update(self.table)
+            .where(self.table.id == row_id, self.column == old)
+            .values({self.name: new})
         )

@@ -9,6 +9,7 @@ import orjson
 from fastapi import Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.connectors.authorization import (
     CALLBACK_PATH,
     COOKIE_PREFIX,
@@ -18,11 +19,12 @@ from maestrale.connectors.authorization import (
 )
 from maestrale.connectors.dependencies import (
     Authorization,
+    Credentials,
     Service,
     Tools,
     base_url,
+    keychain_factory,
     runtime_of,
-    service_factory,
 )
 from maestrale.connectors.schemas import (
     CREDENTIALS_NAME,
@@ -38,7 +40,6 @@ from maestrale.core.disconnect import cancel_on_disconnect
 from maestrale.core.errors import error_responses
 from maestrale.core.responses import json_bytes
 from maestrale.core.routing import Work, domain_router
-from maestrale.dependencies import AppServices
 
 router = domain_router(prefix="/connectors", tags=["connectors"])
 
@@ -99,13 +100,11 @@ async def create_connector(body: ConnectorCreate, service: Service, tools: Tools
 
 
 @router.get("/oauth2/start", include_in_schema=False)
-async def oauth_start(
-    request: Request, services: AppServices, flow: str = Query(max_length=8192)
-) -> Response:
+async def oauth_start(request: Request, flow: str = Query(max_length=8192)) -> Response:
     """The `auth_url` of a connector, opened in the user's browser: sends it on to the
     authorization server, and leaves it the cookie that the redirect back must bring (the flow
     is bound to this browser)."""
-    url, cookie, value = begin(runtime_of(services).box, flow)
+    url, cookie, value = begin(runtime_of(request).box, flow)
     response = RedirectResponse(url, status_code=302)
     response.set_cookie(
         cookie,
@@ -124,8 +123,8 @@ async def oauth_start(
 @router.get("/oauth2/callback", include_in_schema=False)
 async def oauth_callback(
     request: Request,
-    services: AppServices,
     work: Work,
+    settings: AppSettings,
     state: str = Query(max_length=8192),
     code: str | None = Query(default=None, max_length=8192),
     error: str | None = Query(default=None, max_length=512),
@@ -135,8 +134,8 @@ async def oauth_callback(
     is needed)."""
     cookies = {k: v for k, v in request.cookies.items() if k.startswith(COOKIE_PREFIX)}
     name, back = await complete(
-        runtime_of(services).box,
-        service_factory(services, work),
+        runtime_of(request).box,
+        keychain_factory(runtime_of(request), settings, work),
         work.release,
         state=state,
         code=code,
@@ -241,43 +240,83 @@ async def unshare_connector(connector_id: str, service: Service) -> MessageOut:
     return _message("unreachable")
 
 
-def _activation_routes(level: str, scope: Scope, who: str) -> None:
-    """Activate and deactivate at one level (`who` may)."""
-    forbidden = error_responses((403,)) if scope != "user" else None
-
-    @router.post(
-        f"/{{connector_id}}/{level}/activate",
-        name=f"activate_for_{level}",
-        response_model=MessageOut,
-        responses=forbidden,
-    )
-    async def activate(
-        connector_id: str, service: Service, body: ToolExecutionConfig | None = None
-    ) -> MessageOut:
-        config = body.stored() if body is not None else {}
-        await service.set_active(connector_id, scope, True, config)
-        return _message(f"connector {connector_id} activated for the {scope} level")
-
-    @router.post(
-        f"/{{connector_id}}/{level}/deactivate",
-        name=f"deactivate_for_{level}",
-        response_model=MessageOut,
-        responses=forbidden,
-    )
-    async def deactivate(connector_id: str, service: Service) -> MessageOut:
-        await service.set_active(connector_id, scope, False, None)
-        return _message(f"connector {connector_id} deactivated for the {scope} level")
-
-    activate.__doc__ = (
-        f"Activate a connector at the {level} level ({who}), with the tool lists that level "
-        "applies (include, exclude, requires_confirmation, skip_confirmation)."
-    )
-    deactivate.__doc__ = f"Deactivate a connector at the {level} level ({who})."
+def _tool_config(body: ToolExecutionConfig | None) -> dict[str, Any]:
+    return body.stored() if body is not None else {}
 
 
-_activation_routes("organization", "org", "an organization admin: every member")
-_activation_routes("workspace", "workspace", "a workspace admin: the workspace")
-_activation_routes("user", "user", "the caller's own user")
+def _activated(connector_id: str, scope: Scope, active: bool) -> MessageOut:
+    verb = "activated" if active else "deactivated"
+    return _message(f"connector {connector_id} {verb} for the {scope} level")
+
+
+@router.post(
+    "/{connector_id}/organization/activate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def activate_for_organization(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector at the organization level (an organization admin: every member),
+    with the tool lists that level applies (include, exclude, requires_confirmation,
+    skip_confirmation)."""
+    await service.set_active(connector_id, "org", True, _tool_config(body))
+    return _activated(connector_id, "org", True)
+
+
+@router.post(
+    "/{connector_id}/organization/deactivate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def deactivate_for_organization(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector at the organization level (an organization admin: every
+    member)."""
+    await service.set_active(connector_id, "org", False, None)
+    return _activated(connector_id, "org", False)
+
+
+@router.post(
+    "/{connector_id}/workspace/activate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def activate_for_workspace(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector at the workspace level (a workspace admin: the workspace), with the
+    tool lists that level applies (include, exclude, requires_confirmation,
+    skip_confirmation)."""
+    await service.set_active(connector_id, "workspace", True, _tool_config(body))
+    return _activated(connector_id, "workspace", True)
+
+
+@router.post(
+    "/{connector_id}/workspace/deactivate",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def deactivate_for_workspace(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector at the workspace level (a workspace admin: the workspace)."""
+    await service.set_active(connector_id, "workspace", False, None)
+    return _activated(connector_id, "workspace", False)
+
+
+@router.post("/{connector_id}/user/activate", response_model=MessageOut)
+async def activate_for_user(
+    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+) -> MessageOut:
+    """Activate a connector at the user level (the caller's own user), with the tool lists that
+    level applies (include, exclude, requires_confirmation, skip_confirmation)."""
+    await service.set_active(connector_id, "user", True, _tool_config(body))
+    return _activated(connector_id, "user", True)
+
+
+@router.post("/{connector_id}/user/deactivate", response_model=MessageOut)
+async def deactivate_for_user(connector_id: str, service: Service) -> MessageOut:
+    """Deactivate a connector at the user level (the caller's own user)."""
+    await service.set_active(connector_id, "user", False, None)
+    return _activated(connector_id, "user", False)
 
 
 @router.get(
@@ -315,59 +354,137 @@ async def get_authentication_methods(connector_id_or_name: str, service: Service
     return _json(described["supported_auth_methods"])
 
 
-def _credentials_routes(level: str, scope: Scope) -> None:
-    path = f"/{{connector_id_or_name}}/{level}/credentials"
+def _saved(body: CredentialsIn) -> MessageOut:
+    return _message(f"credentials {body.name!r} saved")
 
-    @router.get(path, name=f"list_{level}_credentials")
-    async def list_credentials(
-        connector_id_or_name: str,
-        service: Service,
-        auth_type: AuthType | None = None,
-        fetch_default: bool = False,
-    ) -> Response:
-        return _json(
-            await service.list_credentials(connector_id_or_name, scope, auth_type, fetch_default)
-        )
 
-    @router.post(
-        path,
-        name=f"put_{level}_credentials",
-        response_model=MessageOut,
-        responses=error_responses((403,)),
+def _deleted(credentials_name: str) -> MessageOut:
+    return _message(f"credentials {credentials_name!r} deleted")
+
+
+@router.get("/{connector_id_or_name}/organization/credentials")
+async def list_organization_credentials(
+    connector_id_or_name: str,
+    keychain: Credentials,
+    auth_type: AuthType | None = None,
+    fetch_default: bool = False,
+) -> Response:
+    """The organization-level credentials of a connector (names and status)."""
+    listed = await keychain.list_credentials(connector_id_or_name, "org", auth_type, fetch_default)
+    return _json(listed)
+
+
+@router.post(
+    "/{connector_id_or_name}/organization/credentials",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def put_organization_credentials(
+    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
+) -> MessageOut:
+    """Create or replace named organization-level credentials of a connector (OAuth2 tokens, a
+    bearer token or headers), kept sealed."""
+    await keychain.put_credentials(connector_id_or_name, "org", body)
+    return _saved(body)
+
+
+@router.delete(
+    "/{connector_id_or_name}/organization/credentials/{credentials_name}",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def delete_organization_credentials(
+    connector_id_or_name: str, credentials_name: str, keychain: Credentials
+) -> MessageOut:
+    """Delete named organization-level credentials of a connector."""
+    await keychain.delete_credentials(connector_id_or_name, "org", credentials_name)
+    return _deleted(credentials_name)
+
+
+@router.get("/{connector_id_or_name}/workspace/credentials")
+async def list_workspace_credentials(
+    connector_id_or_name: str,
+    keychain: Credentials,
+    auth_type: AuthType | None = None,
+    fetch_default: bool = False,
+) -> Response:
+    """The workspace-level credentials of a connector (names and status)."""
+    listed = await keychain.list_credentials(
+        connector_id_or_name, "workspace", auth_type, fetch_default
     )
-    async def put_credentials(
-        connector_id_or_name: str, body: CredentialsIn, service: Service
-    ) -> MessageOut:
-        await service.put_credentials(connector_id_or_name, scope, body)
-        return _message(f"credentials {body.name!r} saved")
-
-    @router.delete(
-        f"{path}/{{credentials_name}}",
-        name=f"delete_{level}_credentials",
-        response_model=MessageOut,
-        responses=error_responses((403,)),
-    )
-    async def delete_credentials(
-        connector_id_or_name: str, credentials_name: str, service: Service
-    ) -> MessageOut:
-        await service.delete_credentials(connector_id_or_name, scope, credentials_name)
-        return _message(f"credentials {credentials_name!r} deleted")
-
-    list_credentials.__doc__ = f"The {level}-level credentials of a connector (names and status)."
-    put_credentials.__doc__ = (
-        f"Create or replace named {level}-level credentials of a connector (OAuth2 tokens, a "
-        "bearer token or headers), kept sealed."
-    )
-    delete_credentials.__doc__ = f"Delete named {level}-level credentials of a connector."
+    return _json(listed)
 
 
-_credentials_routes("organization", "org")
-_credentials_routes("workspace", "workspace")
-_credentials_routes("user", "user")
+@router.post(
+    "/{connector_id_or_name}/workspace/credentials",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def put_workspace_credentials(
+    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
+) -> MessageOut:
+    """Create or replace named workspace-level credentials of a connector (OAuth2 tokens, a
+    bearer token or headers), kept sealed."""
+    await keychain.put_credentials(connector_id_or_name, "workspace", body)
+    return _saved(body)
+
+
+@router.delete(
+    "/{connector_id_or_name}/workspace/credentials/{credentials_name}",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def delete_workspace_credentials(
+    connector_id_or_name: str, credentials_name: str, keychain: Credentials
+) -> MessageOut:
+    """Delete named workspace-level credentials of a connector."""
+    await keychain.delete_credentials(connector_id_or_name, "workspace", credentials_name)
+    return _deleted(credentials_name)
+
+
+@router.get("/{connector_id_or_name}/user/credentials")
+async def list_user_credentials(
+    connector_id_or_name: str,
+    keychain: Credentials,
+    auth_type: AuthType | None = None,
+    fetch_default: bool = False,
+) -> Response:
+    """The user-level credentials of a connector (names and status)."""
+    listed = await keychain.list_credentials(connector_id_or_name, "user", auth_type, fetch_default)
+    return _json(listed)
+
+
+@router.post(
+    "/{connector_id_or_name}/user/credentials",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def put_user_credentials(
+    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
+) -> MessageOut:
+    """Create or replace named user-level credentials of a connector (OAuth2 tokens, a bearer
+    token or headers), kept sealed."""
+    await keychain.put_credentials(connector_id_or_name, "user", body)
+    return _saved(body)
+
+
+@router.delete(
+    "/{connector_id_or_name}/user/credentials/{credentials_name}",
+    response_model=MessageOut,
+    responses=error_responses((403,)),
+)
+async def delete_user_credentials(
+    connector_id_or_name: str, credentials_name: str, keychain: Credentials
+) -> MessageOut:
+    """Delete named user-level credentials of a connector."""
+    await keychain.delete_credentials(connector_id_or_name, "user", credentials_name)
+    return _deleted(credentials_name)
 
 
 @router.delete("/{connector_id_or_name}/user/credentials", response_model=MessageOut)
-async def delete_all_user_credentials(connector_id_or_name: str, service: Service) -> MessageOut:
+async def delete_all_user_credentials(
+    connector_id_or_name: str, keychain: Credentials
+) -> MessageOut:
     """Delete every user-level credential of the caller for a connector."""
-    count = await service.delete_credentials(connector_id_or_name, "user", None)
+    count = await keychain.delete_credentials(connector_id_or_name, "user", None)
     return _message(f"{count} credentials deleted")

@@ -1,42 +1,37 @@
-"""Business rules of connectors: create, read, update, delete, share, activation at each level,
-and credentials. Reaching a connector's server (discovery, tool calls) is in `tools`; the OAuth2
-flow in `authorization`. Every network call runs with the request's transaction released."""
+"""Business rules of connectors themselves: create, read, update, delete, share, and their
+activation at each level. Their credentials are in `keychain`; reaching a connector's server
+(discovery, tool calls) is in `tools`; the OAuth2 flow in `authorization`. Every network call
+runs with the request's transaction released."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.admin import roles as R
-from maestrale.connectors import credentials as C
+from maestrale.connectors.credentials import HEADERS, OAUTH_CLIENT, connector_headers
 from maestrale.connectors.errors import (
     ConnectorForbidden,
     ConnectorNameTaken,
     ConnectorNotFound,
-    CredentialsNotFound,
     ShareIrreversible,
 )
 from maestrale.connectors.http import check_host, check_url
-from maestrale.connectors.oauth.tokens import Tokens
+from maestrale.connectors.levels import LEVELS, LevelRights
+from maestrale.connectors.network import ConnectorRuntime
 from maestrale.connectors.policy import ToolPolicy, merge
 from maestrale.connectors.repository import ConnectorRepository, scopes_of
-from maestrale.connectors.runtime import ConnectorRuntime, Endpoint
-from maestrale.connectors.schemas import ConnectorCreate, ConnectorUpdate, CredentialsIn
-from maestrale.connectors.shapes import connector_json, credential_json
-from maestrale.connectors.tables import Connector, ConnectorCredential
+from maestrale.connectors.schemas import ConnectorCreate, ConnectorUpdate
+from maestrale.connectors.shapes import connector_json
+from maestrale.connectors.tables import Connector
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.clock import as_utc, utcnow
+from maestrale.core.clock import utcnow
 from maestrale.core.errors import BadRequest
 from maestrale.core.ids import new_id
 from maestrale.core.pagination import decode_cursor, encode_cursor
-
-# Workspace roles that hold the ShareConnectorToWorkspace permission.
-SHARERS = frozenset({"contributor", "dev_contributor", "workspace_contributor", R.WS_ADMIN})
-LEVELS = ("org", "workspace", "user")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +44,9 @@ class ConnectorSettings:
     return_origins: tuple[str, ...] = ()
 
 
-class CredentialsMoved(BadRequest):
-    """Credentials changed since an OAuth2 authorization started: it was completed already (a
-    `state` is good once), or another one was completed first."""
-
-    code = "oauth_state_used"
-
-
 class ConnectorService:
+    """The connectors the caller can see, and what it may change of them."""
+
     def __init__(
         self,
         session: AsyncSession,
@@ -70,6 +60,7 @@ class ConnectorService:
         self.box = runtime.box
         self.settings = settings
         self.repo = ConnectorRepository(session, tenant)
+        self.rights = LevelRights(self.repo, tenant)
 
     # Reads.
 
@@ -104,7 +95,7 @@ class ConnectorService:
         return connector_json(
             row,
             policy=policy,
-            header_names=sorted(C.connector_headers(self.box, row)),
+            header_names=sorted(connector_headers(self.box, row)),
             credentials=credentials,
             with_tools=with_tools,
         )
@@ -131,7 +122,7 @@ class ConnectorService:
             connector_json(
                 r,
                 policy=policies[r.id],
-                header_names=sorted(C.connector_headers(self.box, r)),
+                header_names=sorted(connector_headers(self.box, r)),
                 with_tools=False,
             )
             for r in rows
@@ -156,7 +147,7 @@ class ConnectorService:
             )
         await check_host(body.server, allow_private=self.settings.allow_private)
         if visibility == "shared_org":
-            await self._require_org_admin("create an organization-wide connector")
+            await self.rights.require_org_admin("create an organization-wide connector")
         self._check_urls(body.server, body.icon_url)
         metadata = (
             body.oauth2_server_metadata.model_dump(mode="json")
@@ -204,7 +195,7 @@ class ConnectorService:
         if body.server is not None:
             await check_host(body.server, allow_private=self.settings.allow_private)
         row = await self.row(id_or_name)
-        await self._require_manager(row, "update")
+        await self.rights.require_manager(row, "update")
         fields = body.model_dump(exclude_unset=True)
         if body.name is not None and body.name != row.name:
             if await self.repo.name_taken(body.name, except_id=row.id):
@@ -230,7 +221,7 @@ class ConnectorService:
 
     async def delete(self, id_or_name: str) -> None:
         row = await self.row(id_or_name)
-        await self._require_manager(row, "delete")
+        await self.rights.require_manager(row, "delete")
         self.runtime.forget()
         await self.repo.delete(row)
 
@@ -243,13 +234,7 @@ class ConnectorService:
             )
         if row.creator_id is None or row.creator_id != self.tenant.user_id:
             raise ConnectorForbidden("only the connector's creator can share it")
-        org_roles, ws_roles = await self.repo.roles()
-        if not SHARERS.intersection(ws_roles) and R.ORG_ADMIN not in org_roles:
-            raise ConnectorForbidden(
-                "sharing a connector needs the ShareConnectorToWorkspace permission of the "
-                "workspace role (contributor, dev_contributor, workspace_contributor or "
-                "workspace_admin)"
-            )
+        await self.rights.require_sharer()
         row.visibility, row.owner_type, row.owner_id = (
             "shared_workspace",
             "workspace",
@@ -274,159 +259,10 @@ class ConnectorService:
         self, connector_id: str, scope: str, active: bool, config: dict[str, Any] | None
     ) -> Connector:
         row = await self.row(connector_id)
-        scope_id = await self._level(scope, "activate or deactivate connectors")
+        scope_id = await self.rights.scope_id_to_change(scope, "activate or deactivate connectors")
         self.runtime.forget()
         await self.repo.set_activation(row.id, scope, scope_id, active, config or {})
         return row
-
-    # Credentials.
-
-    async def put_credentials(self, id_or_name: str, scope: str, body: CredentialsIn) -> None:
-        row = await self.row(id_or_name)
-        payload = body.credentials.model_dump(mode="json") if body.credentials else {}
-        expires_at = None
-        if payload.get("oauth"):
-            tokens = _tokens(payload["oauth"])
-            payload["oauth"], expires_at = tokens.as_json(), tokens.expires_at
-        await self.store_credentials(
-            row.id,
-            scope,
-            body.name,
-            {k: v for k, v in payload.items() if v},
-            expires_at,
-            title=body.title,
-            is_default=body.is_default,
-        )
-
-    async def store_credentials(
-        self,
-        connector_id: str,
-        scope: str,
-        name: str,
-        payload: dict[str, Any],
-        expires_at: datetime | None,
-        *,
-        title: str | None = None,
-        is_default: bool | None = None,
-        expected_version: int | None = None,
-    ) -> None:
-        """Create or replace the caller's credentials `name` at `scope` (sealed). The first
-        credentials of a level are its default. With `expected_version` (0: none yet), only over
-        the credentials at that version, else CredentialsMoved and nothing is written."""
-        scope_id = await self._level(scope, "manage credentials")
-        self.runtime.forget()
-        others = await self.repo.credentials(connector_id, [(scope, scope_id)])
-        existing = next((c for c in others if c.name == name), None)
-        current = existing.version if existing is not None else 0
-        if expected_version is not None and current != expected_version:
-            raise _moved()
-        if is_default:
-            await self.repo.clear_default(connector_id, scope, scope_id)
-        values: dict[str, Any] = {
-            "sealed": C.seal_credential(self.box, payload),
-            "auth_type": C.auth_type_of(payload),
-            "expires_at": expires_at,
-            "status": "valid",
-            "status_reason": None,
-            "updated_at": utcnow(),
-        }
-        if title is not None:
-            values["title"] = title
-        if is_default is not None or existing is None:
-            values["is_default"] = bool(is_default) or not others
-        if existing is None:
-            await self._add_credential(
-                ConnectorCredential(
-                    id=new_id(),
-                    connector_id=connector_id,
-                    organization_id=self.tenant.organization_id,
-                    scope=scope,
-                    scope_id=scope_id,
-                    name=name,
-                    version=1,
-                    created_at=values["updated_at"],
-                    **values,
-                ),
-                racing=expected_version is not None,
-            )
-            return
-        if expected_version is not None:
-            # Compare and swap: another callback of the same state may be between its read and
-            # its write too.
-            if not await self.repo.swap_credential(existing.id, expected_version, values):
-                raise _moved()
-            self.session.expire(existing)  # read again, with what was just written
-            return
-        for key, value in values.items():
-            setattr(existing, key, value)
-        existing.version += 1
-        await self.session.flush()
-
-    async def credential_version(self, connector_id: str, scope: str, name: str) -> int:
-        """The version of the caller's credentials `name` at `scope`, 0 when there are none."""
-        rows = await self.repo.credentials(connector_id, [(scope, self._scope_id(scope))])
-        return next((c.version for c in rows if c.name == name), 0)
-
-    async def _add_credential(self, row: ConnectorCredential, *, racing: bool) -> None:
-        try:
-            await self.repo.add_credential(row)
-        except IntegrityError:
-            if not racing:
-                raise
-            await self.session.rollback()
-            raise _moved() from None
-
-    async def list_credentials(
-        self, id_or_name: str, scope: str, auth_type: str | None, fetch_default: bool
-    ) -> dict[str, Any]:
-        row = await self.row(id_or_name)
-        scope_id = self._scope_id(scope)
-        rows = await self.repo.credentials(row.id, [(scope, scope_id)])
-        if auth_type is not None:
-            rows = [r for r in rows if r.auth_type == auth_type]
-        if fetch_default:
-            rows = [r for r in rows if r.is_default]
-        return {
-            "credentials": [credential_json(r) for r in rows],
-            "connector_preset_credentials_for_auth": (
-                ["none"] if C.connector_headers(self.box, row) else []
-            ),
-        }
-
-    async def delete_credentials(self, id_or_name: str, scope: str, name: str | None) -> int:
-        row = await self.row(id_or_name)
-        scope_id = await self._level(scope, "manage credentials")
-        self.runtime.forget()
-        deleted = await self.repo.delete_credentials(row.id, scope, scope_id, name)
-        if name is not None and not deleted:
-            raise CredentialsNotFound(
-                f"connector {row.name!r} has no {scope} credentials named {name[:128]!r}",
-                param="credentials_name",
-            )
-        return deleted
-
-    # Endpoints (what the network side needs).
-
-    async def endpoint(self, row: Connector, credentials_name: str | None = None) -> Endpoint:
-        """How to reach `row` as the caller, with the credentials it would use: read now, so
-        that the call itself needs no session."""
-        rows = await self.repo.credentials(row.id, scopes_of(self.tenant))
-        chosen = C.pick(rows, credentials_name)
-        if credentials_name is not None and chosen is None:
-            raise CredentialsNotFound(
-                f"connector {row.name!r} has no credentials named {credentials_name[:128]!r}",
-                param="credentials_name",
-            )
-        return Endpoint(
-            connector_id=row.id,
-            name=row.name,
-            server=row.server,
-            headers=C.connector_headers(self.box, row),
-            timeout=row.tool_timeout_seconds or self.settings.tool_timeout,
-            credential=C.open_credential(self.box, chosen) if chosen is not None else None,
-            oauth_metadata=row.oauth_metadata,
-            oauth_client=C.oauth_client(self.box, row),
-        )
 
     # Helpers.
 
@@ -441,13 +277,13 @@ class ConnectorService:
             raise _name_taken(row.name) from exc
 
     def _seal_headers(self, headers: dict[str, Any] | None) -> str | None:
-        return self.box.seal_json(headers, C.HEADERS) if headers else None
+        return self.box.seal_json(headers, HEADERS) if headers else None
 
     def _seal_client(self, auth: Any) -> str | None:
         if auth is None:
             return None
         client = {"client_id": auth.client_id, "client_secret": auth.client_secret}
-        return self.box.seal_json(client, C.OAUTH_CLIENT)
+        return self.box.seal_json(client, OAUTH_CLIENT)
 
     async def _check_oauth_urls(
         self, metadata_url: str | None, metadata: dict[str, Any] | None
@@ -471,82 +307,6 @@ class ConnectorService:
         for url in urls:
             if url:
                 check_url(url, allow_private=self.settings.allow_private)
-
-    def _scope_id(self, scope: str) -> str:
-        if scope == "org":
-            return self.tenant.organization_id
-        if scope == "workspace":
-            return self.tenant.workspace_id
-        if self.tenant.user_id is None:
-            raise BadRequest("user-level settings need a user: this key has none", code="no_user")
-        return self.tenant.user_id
-
-    async def _level(self, scope: str, what: str) -> str:
-        """The id of the caller's `scope` level, once it is allowed to change it: a user its
-        own; a workspace admin (or a key without a user, which acts for its workspace) its
-        workspace; an organization admin the organization."""
-        scope_id = self._scope_id(scope)
-        if scope == "user":
-            return scope_id
-        org_roles, ws_roles = await self.repo.roles()
-        if R.ORG_ADMIN in org_roles:
-            return scope_id
-        if scope == "workspace" and (self.tenant.user_id is None or R.WS_ADMIN in ws_roles):
-            return scope_id
-        raise ConnectorForbidden(
-            f"only an {'organization' if scope == 'org' else 'workspace'} admin can {what} at "
-            f"the {scope} level"
-        )
-
-    async def _require_org_admin(self, what: str) -> None:
-        org_roles, _ = await self.repo.roles()
-        if R.ORG_ADMIN not in org_roles:
-            raise ConnectorForbidden(f"only an organization admin can {what}")
-
-    async def _require_manager(self, row: Connector, what: str) -> None:
-        """A private connector is managed by its owner; a shared one by its creator or an
-        admin of its level."""
-        if row.visibility == "private" or row.creator_id == self.tenant.user_id:
-            return
-        org_roles, ws_roles = await self.repo.roles()
-        if R.ORG_ADMIN in org_roles:
-            return
-        if row.visibility == "shared_workspace" and (
-            self.tenant.user_id is None or R.WS_ADMIN in ws_roles
-        ):
-            return
-        raise ConnectorForbidden(
-            f"only the connector's creator or an admin can {what} connector {row.name!r}"
-        )
-
-
-def _tokens(given: dict[str, Any]) -> Tokens:
-    """Tokens a client sets (the SDK's OAuth2Token: `expires_in` seconds or `expires_at`)."""
-    expires_at: datetime | None = None
-    if given.get("expires_in") is not None:
-        expires_at = utcnow() + timedelta(seconds=int(given["expires_in"]))
-    elif isinstance(given.get("expires_at"), str):
-        try:
-            expires_at = as_utc(datetime.fromisoformat(given["expires_at"]))
-        except ValueError as exc:
-            raise BadRequest(
-                "credentials.oauth.expires_at must be an ISO 8601 date-time",
-                param="credentials.oauth.expires_at",
-            ) from exc
-    return Tokens(
-        access_token=given["access_token"],
-        token_type=given.get("token_type") or "Bearer",
-        refresh_token=given.get("refresh_token"),
-        expires_at=expires_at,
-        scope=given.get("scope"),
-    )
-
-
-def _moved() -> CredentialsMoved:
-    return CredentialsMoved(
-        "this authorization was completed already, or the credentials changed since it "
-        "started; start the sign-in again"
-    )
 
 
 def _name_taken(name: str) -> ConnectorNameTaken:

@@ -21,7 +21,6 @@ from maestrale.console.security import with_security_headers
 from maestrale.console.session import COOKIE, OpenSession, store_of
 from maestrale.core.errors import error_body
 from maestrale.core.logs import request_id_var
-from maestrale.dependencies import app_services
 
 PREFIX = "/console/api"
 CSRF_HEADER = "x-csrf-token"
@@ -109,7 +108,7 @@ class ConsoleProxy:
                 send, 403, "cross-site request refused", "console_cross_site", "permission_error"
             )
             return
-        store = store_of(app_services(connection))
+        store = store_of(connection)
         session = await store.open(connection.cookies.get(COOKIE))
         if session is None:
             await _refuse(

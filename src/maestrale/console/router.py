@@ -12,13 +12,14 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from maestrale.config import Settings
 from maestrale.console import html
 from maestrale.console.proxy import CSRF_HEADER, cross_site
 from maestrale.console.security import HEADERS
 from maestrale.console.session import COOKIE, COOKIE_PATH, OpenSession, SessionStore, store_of
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import resolve_key
 from maestrale.core.errors import error_body
-from maestrale.dependencies import app_services
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -46,7 +47,7 @@ PAGES: dict[str, tuple[str, str]] = {
 
 
 def _store(request: Request) -> SessionStore:
-    return store_of(app_services(request))
+    return store_of(request)
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -54,7 +55,8 @@ def _redirect(url: str) -> RedirectResponse:
 
 
 def _sign_in_page(request: Request, status: int = 200, **notice: str | None) -> HTMLResponse:
-    hours = app_services(request).settings.console_session_hours
+    settings: Settings = app_services(request).settings
+    hours = settings.console_session_hours
     return HTMLResponse(html.sign_in(hours, **notice), status_code=status, headers=_NO_STORE)
 
 

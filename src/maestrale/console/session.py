@@ -13,12 +13,15 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from starlette.requests import HTTPConnection
+
+from maestrale.config import Settings
 from maestrale.console.repository import ConsoleSessionRepository
 from maestrale.console.tables import ConsoleSession
+from maestrale.core.app_services import app_services
 from maestrale.core.clock import utcnow
 from maestrale.core.crypto import SecretBox, SecretUnreadable
 from maestrale.core.db import Database
-from maestrale.services import Services
 
 COOKIE = "maestrale_console"
 COOKIE_PATH = "/console"
@@ -80,8 +83,8 @@ class SessionStore:
             expires_at=now + self.lifetime,
             last_seen_at=now,
         )
-        async with self.db.session() as session:
-            repository = ConsoleSessionRepository(session)
+        async with self.db.transaction() as work:
+            repository = ConsoleSessionRepository(work.session)
             await repository.delete_expired(now)  # sign-ins sweep the ended sessions
             if replacing:
                 await repository.delete(token_hash(replacing))
@@ -96,8 +99,8 @@ class SessionStore:
             return None
         session_id = token_hash(token)
         now = utcnow()
-        async with self.db.sessionmaker() as session:
-            row = await ConsoleSessionRepository(session).get(session_id)
+        async with self.db.transaction() as work:
+            row = await ConsoleSessionRepository(work.session).get(session_id)
         if row is None:
             return None
         if row.expires_at <= now:
@@ -110,15 +113,19 @@ class SessionStore:
             await self.delete(session_id)
             return None
         if now - row.last_seen_at >= _TOUCH_EVERY:
-            async with self.db.session() as session:
-                await ConsoleSessionRepository(session).touch(session_id, now)
+            async with self.db.transaction() as work:
+                await ConsoleSessionRepository(work.session).touch(session_id, now)
         return OpenSession(row.id, row.csrf_token, row.expires_at, api_key, admin_key)
 
     async def delete(self, session_id: str) -> None:
-        async with self.db.session() as session:
-            await ConsoleSessionRepository(session).delete(session_id)
+        async with self.db.transaction() as work:
+            await ConsoleSessionRepository(work.session).delete(session_id)
 
 
-def store_of(services: Services) -> SessionStore:
-    """The session store of the process's services (cheap: it holds no state of its own)."""
-    return SessionStore(services.db, services.secrets, services.settings.console_session_hours)
+def store_of(connection: HTTPConnection) -> SessionStore:
+    """The session store of the app serving `connection` (cheap: it holds no state of its
+    own)."""
+    db: Database = app_services(connection).db
+    box: SecretBox = app_services(connection).secrets
+    settings: Settings = app_services(connection).settings
+    return SessionStore(db, box, settings.console_session_hours)

@@ -255,13 +255,13 @@ def append_messages(
     """Add the chat messages of `entries` after `messages`, and to `special` the positions of
     those that are not plain text messages (`{"role": "user" | "assistant" | "system",
     "content": str}`): prefixes, chunked content, tool calls and results, which a turn checks
-    further (see `turn.py`). Return the position of the first message added or changed, and the
-    `group` of the last entries: a function call following an assistant message with tool calls
-    joins it, and so does a tool execution, or one following tool executions (the group: the
-    position of their assistant message, whose tool messages follow it) joins theirs; a joined
-    message is replaced by a copy, never changed, so `messages` may share its dicts with others.
-    A function.call entry waiting for (or given) a confirmation is no message: its tool
-    execution makes the call."""
+    further (see `loop.turn_request`). Return the position of the first message added or
+    changed, and the `group` of the last entries: a function call following an assistant
+    message with tool calls joins it, and so does a tool execution, or one following tool
+    executions (the group: the position of their assistant message, whose tool messages follow
+    it) joins theirs; a joined message is replaced by a copy, never changed, so `messages` may
+    share its dicts with others. A function.call entry waiting for (or given) a confirmation is
+    no message: its tool execution makes the call."""
     first = len(messages)
     for item in entries:
         kind = item["type"]

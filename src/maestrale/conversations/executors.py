@@ -6,20 +6,46 @@ open while the model answers (the service releases it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from maestrale.config import Settings
+from maestrale.conversations.histories import Histories
 from maestrale.conversations.schemas import ConversationStart
+from maestrale.conversations.server_tools import ToolboxFactory
 from maestrale.conversations.service import ConversationService
-from maestrale.conversations.turns import TurnPolicy, Turns
+from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.uow import unit_of_work
+from maestrale.core.db import Database
 from maestrale.core.validation import parse_body
+from maestrale.engines.registry import EngineRegistry
+from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
-from maestrale.services import Services
+
+
+class ConversationServices(Protocol):
+    """What a batch conversation reads of the process's services."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def engines(self) -> EngineRegistry: ...
+
+    @property
+    def gateway(self) -> Gateway: ...
+
+    @property
+    def histories(self) -> Histories: ...
+
+    @property
+    def toolboxes(self) -> ToolboxFactory | None: ...
 
 
 async def run_conversation(
-    services: Services,
+    services: ConversationServices,
     caller: Caller,
     body: dict[str, Any],
     correlation_id: str,
@@ -31,10 +57,10 @@ async def run_conversation(
     request: ConversationStart = parse_body(ConversationStart, body)
     tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
     settings = services.settings
-    policy = TurnPolicy(
+    policy = TurnLeasePolicy(
         settings.conversation_turn_lease_seconds, settings.conversation_turn_wait_seconds
     )
-    async with unit_of_work(services.db.sessionmaker) as work:
+    async with services.db.transaction() as work:
         service = ConversationService(
             work,
             tenant,
@@ -42,7 +68,7 @@ async def run_conversation(
             services.gateway,
             caller,
             services.histories,
-            Turns(services.db, tenant, policy),
+            TurnLeases(services.db, tenant, policy),
             source=source,
             extra=extra,
             toolboxes=services.toolboxes,

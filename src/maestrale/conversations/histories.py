@@ -5,7 +5,7 @@ Safe across requests and replicas because entries are append-only and immutable:
 never changed once written (but for the `confirmation_status` of a server tool call, set from
 "pending" to "allowed" or "denied" once answered: a copy that still says "pending" is as good,
 since such a call is no message and what answers it is its tool.execution entry, see
-`confirmations`), a conversation's entries are numbered 0, 1, ... (`seq`), and its
+`loop.confirmations`), a conversation's entries are numbered 0, 1, ... (`seq`), and its
 `entry_count` — the next number — is committed with them, so the first `entry_count` entries of
 a row read at any time are committed and final. A copy of the first k entries,
 read from the database, therefore stays right; an append whose conversation has n ≥ k entries
@@ -16,7 +16,8 @@ random and never reused; a deleted conversation is not found, and its copy is dr
 replica that deleted it (it ages out of the others').
 
 With a copy goes the prefix of turn messages the last append built from its entries (see
-`turn.TurnPrefix`), so that the next append converts and checks only the entries after it.
+`loop.turn_request.TurnPrefix`), so that the next append converts and checks only the entries
+after it.
 
 Bounded: beyond `max_entries` entries in all (a prefix's messages counted too), the least
 recently used copies are dropped.
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from maestrale.conversations.turn import EMPTY, TurnPrefix
+from maestrale.conversations.loop.turn_request import EMPTY, TurnPrefix
 
 Entries = tuple[dict[str, Any], ...]
 

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request, Response
 
+from maestrale.config.dependencies import AppSettings
+from maestrale.conversations.dependencies import HistoriesDep, Toolboxes
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationHistory,
@@ -17,16 +19,17 @@ from maestrale.conversations.schemas import (
 )
 from maestrale.conversations.service import ConversationService
 from maestrale.conversations.streaming import respond
-from maestrale.conversations.turns import TurnPolicy, Turns
+from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases
 from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.dependencies import Db
 from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.responses import json_bytes
 from maestrale.core.routing import Work, domain_router
 from maestrale.core.sse import streamed
-from maestrale.dependencies import AppServices
-from maestrale.gateway.dependencies import CallerDep, workflow_execution_id
+from maestrale.engines.dependencies import Engines
+from maestrale.gateway.dependencies import CallerDep, GatewayDep, workflow_execution_id
 
 router = domain_router(prefix="/conversations", tags=["conversations"])
 
@@ -41,22 +44,30 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 
 
 async def _service(
-    request: Request, services: AppServices, work: Work, tenant: CurrentTenant, caller: CallerDep
+    request: Request,
+    work: Work,
+    tenant: CurrentTenant,
+    caller: CallerDep,
+    settings: AppSettings,
+    db: Db,
+    engines: Engines,
+    gateway: GatewayDep,
+    histories: HistoriesDep,
+    toolboxes: Toolboxes,
 ) -> ConversationService:
-    settings = services.settings
-    policy = TurnPolicy(
+    policy = TurnLeasePolicy(
         settings.conversation_turn_lease_seconds, settings.conversation_turn_wait_seconds
     )
     return ConversationService(
         work,
         tenant,
-        services.engines,
-        services.gateway,
+        engines,
+        gateway,
         caller,
-        services.histories,
-        Turns(services.db, tenant, policy),
+        histories,
+        TurnLeases(db, tenant, policy),
         correlation_id=workflow_execution_id(request),
-        toolboxes=services.toolboxes,
+        toolboxes=toolboxes,
     )
 
 

@@ -1,14 +1,17 @@
 """Wire models of the /v1/conversations group (the SDK's ConversationRequest,
 ConversationAppendRequest, ConversationRestartRequest, ConversationResponse,
-AgentConversation / ModelConversation, ConversationHistory, ConversationMessages)."""
+AgentConversation / ModelConversation, ConversationHistory, ConversationMessages), and the
+shapes of the reads built straight from the rows (`describe`, `listing_json`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from maestrale.agents.schemas import AgentToolIn, CompletionArgsIn
+from maestrale.conversations.tables import Conversation
 from maestrale.core.sizes import MAX_CONVERSATION_INPUTS, at_most
 from maestrale.guardrails.schemas import Guardrails
 
@@ -92,3 +95,33 @@ class ConversationMessages(BaseModel):
     object: Literal["conversation.messages"] = "conversation.messages"
     conversation_id: str
     messages: list[dict[str, Any]]
+
+
+def describe(row: Conversation) -> dict[str, Any]:
+    """The AgentConversation or ModelConversation shape (told apart by `agent_id` / `model`)."""
+    common = {
+        "object": "conversation",
+        "id": row.id,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "name": row.name,
+        "description": row.description,
+        "metadata": row.meta,
+    }
+    if row.agent_id is not None:
+        return {**common, "agent_id": row.agent_id, "agent_version": row.agent_version}
+    return {
+        **common,
+        "model": row.model,
+        "instructions": row.instructions,
+        "tools": row.tools,
+        "completion_args": row.completion_args,
+        "guardrails": row.guardrails,
+    }
+
+
+def listing_json(kind: str, conversation_id: str, field: str, texts: list[str]) -> bytes:
+    """A history body, its entries spliced in as stored (each a JSON object written by this
+    server): parsing and re-encoding thousands of entries was most of the cost of a read."""
+    head = orjson.dumps({"object": kind, "conversation_id": conversation_id})
+    return b"".join((head[:-1], b',"', field.encode(), b'":[', ",".join(texts).encode(), b"]}"))

@@ -1,9 +1,9 @@
 """Tools the server runs for a conversation (connector tools; later the built-in ones): what a
 model is offered beside the client's function tools, and how a call to one is run.
 
-A `ServerToolbox` is built per request from the target's tool list while the request's session is
-open (it reads connectors, their credentials and activations), and then runs calls with no
-session open: a call is a network call to a tool server.
+A `ServerToolbox` is built per request from the target's tool list in the request's unit of work
+(it reads connectors, their credentials and activations), and then runs calls with no session
+open (the tool runner releases it): a call is a network call to a tool server.
 """
 
 from __future__ import annotations
@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.errors import BadRequest
+from maestrale.core.uow import UnitOfWork
+
+
+class ToolUnavailable(BadRequest):
+    """A tool the request names that this server cannot run (off, or not configured)."""
+
+    code = "tool_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +87,12 @@ class ToolboxFactory(Protocol):
         ...
 
     async def build(
-        self, session: AsyncSession, tenant: Tenant, tools: Sequence[dict[str, Any]]
+        self, work: UnitOfWork, tenant: Tenant, tools: Sequence[dict[str, Any]]
     ) -> ServerToolbox:
         """The toolbox of `tools` (the target's whole list; entries of types this factory does not
-        handle are skipped), read with `session`; raises a 4xx AppError for a tool that names
-        something the caller cannot use (an unknown or inactive connector...)."""
+        handle are skipped), read in `work` (released before a tool server is called); raises a
+        4xx AppError for a tool that names something the caller cannot use (an unknown or
+        inactive connector...)."""
         ...
 
 

@@ -1,39 +1,53 @@
-"""Business rules of conversations: start on a model or an agent, append, restart from an entry
-(the reads are in `reads`). Model turns run in `runtime`; this module decides what is stored."""
+"""Business rules of conversations: read them; start one on a model or an agent, append to one,
+restart one from an entry. A request that runs the model is prepared (checked: `Prepared`), then
+executed: its model turns run in the loop (`loop.run`) with no transaction open, and this module
+decides what is stored."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from maestrale.agents.service import AgentService
-from maestrale.conversations import confirmations, runtime
-from maestrale.conversations import entries as E
+from maestrale.conversations.entries import (
+    MESSAGE_TYPES,
+    check_results,
+    now_text,
+    parse_inputs,
+    to_messages,
+)
 from maestrale.conversations.histories import Histories
-from maestrale.conversations.prepared import Prepared
-from maestrale.conversations.reads import ConversationReads
+from maestrale.conversations.loop import confirmations
+from maestrale.conversations.loop.run import Emit, RunResult, check_first_turn, run_turns
+from maestrale.conversations.loop.tool_calls import ServerCall
+from maestrale.conversations.loop.turn_request import EMPTY, TurnPrefix
 from maestrale.conversations.repository import ConversationRepository, TurnRow
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationResponse,
     ConversationRestart,
     ConversationStart,
+    ToolCallConfirmation,
     UsageOut,
+    describe,
+    listing_json,
 )
 from maestrale.conversations.server_tools import ToolboxFactory
 from maestrale.conversations.tables import Conversation
-from maestrale.conversations.turn import TurnPrefix
-from maestrale.conversations.turns import (
+from maestrale.conversations.targets import Target, Targets
+from maestrale.conversations.turn_lease import (
     ConversationChanged,
-    Turn,
-    Turns,
+    ConversationNotFound,
+    TurnLease,
+    TurnLeases,
 )
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
-from maestrale.core.errors import BadRequest, NotFound
+from maestrale.core.errors import NotFound
 from maestrale.core.ids import new_id
+from maestrale.core.pagination import PageParams
 from maestrale.core.uow import UnitOfWork
 from maestrale.engines.registry import EngineRegistry
 from maestrale.gateway.gateway import Gateway
@@ -54,7 +68,34 @@ def guardrail_key(config: dict[str, Any]) -> str:
     return orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
 
 
-class ConversationService(ConversationReads):
+@dataclass(slots=True)
+class Prepared:
+    """A conversation request checked and ready to run: everything that can refuse it with a 4xx
+    was checked (its guardrails too), so that a streamed request is refused before its stream
+    opens, the same way as a plain one. Built by `ConversationService.prepare_*`, run by
+    `ConversationService.execute` (in another unit of work, for a stream)."""
+
+    conversation_id: str
+    target: Target
+    history: list[dict[str, Any]]  # the entries before the request's (as read when prepared)
+    added: list[dict[str, Any]]  # the entries the request adds
+    override: dict[str, Any] | None
+    handoff_execution: str
+    prefix: TurnPrefix = EMPTY  # the turn messages of `history` (of history + added once ready)
+    create: Conversation | None = None  # the conversation a start or restart stores
+    append: bool = False  # an append that stores: it runs holding the conversation's turn
+    guarded: list[dict[str, Any]] | None = None  # the results of the guardrails checked so far
+    checked: set[str] = field(default_factory=set)  # their configurations
+    # An append's answers to the tool calls awaiting confirmation, and the calls they answer
+    # (resolved against `history`; again against the history read under the turn if it moved).
+    confirmations: list[ToolCallConfirmation] = field(default_factory=list)
+    confirmed: list[ServerCall] = field(default_factory=list)
+
+
+class ConversationService:
+    """The conversations of one caller in one unit of work: their reads, and the requests that
+    run the model (`prepare_*`, then `execute`)."""
+
     def __init__(
         self,
         work: UnitOfWork,
@@ -63,7 +104,7 @@ class ConversationService(ConversationReads):
         gateway: Gateway,
         caller: Caller,
         histories: Histories,
-        turns: Turns,
+        leases: TurnLeases,
         *,
         source: str = "api",
         extra: Mapping[str, Any] | None = None,
@@ -74,11 +115,13 @@ class ConversationService(ConversationReads):
         self.tenant = tenant
         self.engines = engines
         self.repo = ConversationRepository(work.session, tenant)
-        self.agents = AgentService(work.session, tenant, engines)
-        self.gateway = gateway
+        self.targets = Targets(work, tenant, engines, toolboxes)
+        # Ends this unit of work's transaction before each model call (a stream's or a batch
+        # line's is not the request's).
+        self.gateway = gateway.releasing(work.release)
         self.caller = caller
         self.histories = histories
-        self.turns = turns
+        self.leases = leases
         # Where the model calls come from, for accounting (a batch line: "batch", with its ids
         # among the events' extra fields).
         self.source = source
@@ -86,7 +129,7 @@ class ConversationService(ConversationReads):
         # The correlation id of the model calls when not the conversation's own (a workflow
         # execution's, for the calls of a workflow's activities).
         self.correlation_id = correlation_id
-        # Builds the toolboxes of the tools the server runs (None: it runs none).
+        # Kept for `in_work` (`Targets` builds the toolboxes).
         self.toolboxes = toolboxes
 
     def in_work(self, work: UnitOfWork) -> ConversationService:
@@ -98,7 +141,7 @@ class ConversationService(ConversationReads):
             self.gateway,
             self.caller,
             self.histories,
-            self.turns,
+            self.leases,
             source=self.source,
             extra=self.extra,
             correlation_id=self.correlation_id,
@@ -108,66 +151,56 @@ class ConversationService(ConversationReads):
     def _correlation(self, prepared: Prepared) -> str:
         return self.correlation_id or prepared.conversation_id
 
-    # Targets.
+    # Reads.
 
-    async def agent_target(self, agent_id: str, version: str | int | None) -> runtime.Target:
-        agent, row = await self.agents.agent_version(agent_id, version)
-        return runtime.Target(
-            model=row.model,
-            instructions=row.instructions,
-            tools=list(row.tools or []),
-            completion_args=dict(row.completion_args or {}),
-            agent_id=agent.id,
-            agent_name=row.name,
-            agent_version=row.version,
-            handoffs=list(row.handoffs or []),
-            guardrails=list(row.guardrails or []),
-        )
+    async def get_row(self, conversation_id: str) -> Conversation:
+        row = await self.repo.get(conversation_id)
+        if row is None:
+            raise ConversationNotFound(
+                f"conversation {conversation_id!r} not found", param="conversation_id"
+            )
+        return row
 
-    async def target_of(self, row: Conversation) -> runtime.Target:
-        if row.agent_id is not None:
-            target = await self.agent_target(row.agent_id, row.agent_version)
-            return target.with_guardrails(row.guardrails)
-        assert row.model is not None
-        return runtime.Target(
-            model=row.model,
-            instructions=row.instructions,
-            tools=list(row.tools or []),
-            completion_args=dict(row.completion_args or {}),
-            guardrails=list(row.guardrails or []),
-        )
+    async def get(self, conversation_id: str) -> dict[str, Any]:
+        return describe(await self.get_row(conversation_id))
 
-    async def _equip(self, target: runtime.Target) -> None:
-        """Check the target's tools (400 `tool_unavailable` for a type this server cannot run)
-        and build the toolbox of those the server runs, reading what they name with the
-        request's session (before it is released: their calls run with none open)."""
-        factory = self.toolboxes
-        handles = factory.handles if factory is not None else None
-        target.check_tools(handles)
-        if factory is not None and any(
-            t.get("type", "function") != "function" for t in target.tools
-        ):
-            target.toolbox = await factory.build(self.work.session, self.tenant, target.tools)
+    async def list_page(self, page: PageParams, metadata: dict[str, str]) -> list[dict[str, Any]]:
+        return [describe(row) for row in await self.repo.page(page, metadata)]
 
-    def _stored_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A tool list as stored: the secrets its server-run tools carry sealed."""
-        return self.toolboxes.seal(self.tenant, tools) if self.toolboxes else tools
+    async def history_json(self, conversation_id: str) -> bytes:
+        """The ConversationHistory body: every entry, in order."""
+        row = await self.get_row(conversation_id)
+        texts = await self.repo.entry_texts(row)
+        return listing_json("conversation.history", row.id, "entries", texts)
 
-    async def _guard(
-        self, prepared: Prepared, target: runtime.Target, added: list[dict[str, Any]]
-    ) -> None:
+    async def messages_json(self, conversation_id: str) -> bytes:
+        """The ConversationMessages body: the message entries, in order."""
+        row = await self.get_row(conversation_id)
+        texts = await self.repo.entry_texts(row, MESSAGE_TYPES)
+        return listing_json("conversation.messages", row.id, "messages", texts)
+
+    async def delete(self, conversation_id: str) -> None:
+        row = await self.get_row(conversation_id)
+        await self.repo.delete_conversation(row)
+        # Its copy would otherwise hold memory until it ages out of the cache (a deletion that
+        # rolls back only costs the next append one read of the whole history).
+        self.histories.drop((self.tenant.workspace_id, row.id))
+
+    # Checks.
+
+    async def _guard(self, prepared: Prepared, target: Target, added: list[dict[str, Any]]) -> None:
         """Check the entries a request adds against the target's guardrails (403 when one
-        blocks), with no transaction open. Each configuration is checked once a request: when
-        the request is prepared, and for a server handoff the next agent's new ones."""
+        blocks), with no transaction open (the gateway releases it). Each configuration is
+        checked once a request: when the request is prepared, and for a server handoff the next
+        agent's new ones."""
         fresh = [g for g in target.guardrails if guardrail_key(g) not in prepared.checked]
         if not fresh:
             return
-        await self.work.release()
         results = await apply_guardrails(
             self.gateway,
             self.caller,
             fresh,
-            E.to_messages(None, added),
+            to_messages(None, added),
             correlation_id=self._correlation(prepared),
             source=self.source,
         )
@@ -179,13 +212,12 @@ class ConversationService(ConversationReads):
         its answers to the tool calls awaiting confirmation, its first model turn (model,
         completion arguments, messages), then its guardrails; the reads are over (nothing stays
         open while the request waits for its turn or its model)."""
-        E.check_results(prepared.history, prepared.added)
-        await self._equip(prepared.target)
+        check_results(prepared.history, prepared.added)
+        await self.targets.equip(prepared.target)
         prepared.confirmed = confirmations.resolve(
             prepared.history, prepared.confirmations, prepared.target.toolbox
         )
-        await self.work.release()
-        prefix = await runtime.check_first_turn(
+        prefix = await check_first_turn(
             self.gateway,
             self.caller,
             self._correlation(prepared),
@@ -199,7 +231,7 @@ class ConversationService(ConversationReads):
             # the run extends the history's prefix instead.
             prepared.prefix = prefix
         await self._guard(prepared, prepared.target, prepared.added)
-        await self.work.release()
+        await self.work.release()  # nothing stays open while the request waits for its turn
         return prepared
 
     async def _history(
@@ -219,33 +251,13 @@ class ConversationService(ConversationReads):
     # Preparing requests.
 
     async def prepare_start(self, body: ConversationStart) -> Prepared:
-        if (body.agent_id is None) == (body.model is None):
-            raise BadRequest(
-                "give exactly one of `agent_id` and `model`",
-                code="invalid_target",
-                param="agent_id",
-            )
-        override = body.completion_args.stored() if body.completion_args else None
-        if body.agent_id is not None:
-            if body.instructions is not None or body.tools is not None:
-                raise BadRequest(
-                    "`instructions` and `tools` belong to the agent: update the agent instead",
-                    code="invalid_target",
-                    param="instructions",
-                )
-            target = await self.agent_target(body.agent_id, body.agent_version)
-            target = target.with_guardrails(stored(body.guardrails))
-        else:
-            assert body.model is not None
-            await self.agents.check_model(body.model)
-            target = runtime.Target(
-                model=body.model,
-                instructions=body.instructions,
-                tools=self._stored_tools([t.stored() for t in body.tools or []]),
-                completion_args=override or {},
-                guardrails=stored(body.guardrails) or [],
-            )
-            override = None
+        """A conversation on a model or an agent. A model conversation keeps the request's
+        completion arguments as its own; an agent conversation's override its agent's for this
+        request only."""
+        target = await self.targets.of_start(body)
+        override = None
+        if body.agent_id is not None and body.completion_args:
+            override = body.completion_args.stored()
         conversation_id = new_conversation_id()
         create = None
         if body.store is not False:
@@ -270,7 +282,7 @@ class ConversationService(ConversationReads):
             conversation_id,
             target,
             [],
-            E.parse_inputs(body.inputs),
+            parse_inputs(body.inputs),
             override,
             body.handoff_execution or "server",
             create=create,
@@ -286,9 +298,9 @@ class ConversationService(ConversationReads):
         inputs = body.inputs
         prepared = Prepared(
             row.id,
-            await self.target_of(row),
+            await self.targets.of_conversation(row),
             history,
-            [] if inputs is None or (answers and inputs == []) else E.parse_inputs(inputs),
+            [] if inputs is None or (answers and inputs == []) else parse_inputs(inputs),
             body.completion_args.stored() if body.completion_args else None,
             body.handoff_execution,
             prefix=prefix,
@@ -307,7 +319,7 @@ class ConversationService(ConversationReads):
                 f"conversation {source.id!r} has no entry {body.from_entry_id!r}",
                 param="from_entry_id",
             )
-        target = await self._restart_target(source, body)
+        target = await self.targets.of_restart(source, body)
         history = [
             {**item, "id": f"{item['id'].split('_', 1)[0]}_{new_id().replace('-', '')}"}
             for item in await self.repo.entries(source, upto_seq=entry.seq)
@@ -338,58 +350,38 @@ class ConversationService(ConversationReads):
             conversation_id,
             target,
             history,
-            E.parse_inputs(body.inputs) if body.inputs is not None else [],
+            parse_inputs(body.inputs) if body.inputs is not None else [],
             body.completion_args.stored() if body.completion_args else None,
             body.handoff_execution,
             create=create,
         )
         return await self._ready(prepared)
 
-    async def _restart_target(
-        self, source: Conversation, body: ConversationRestart
-    ) -> runtime.Target:
-        """The model or agent a restart runs on, with the guardrails of the new conversation
-        (the request's, else the source's) after its agent's."""
-        if body.agent_version is not None and source.agent_id is None:
-            raise BadRequest(
-                "`agent_version` applies to agent conversations only", param="agent_version"
-            )
-        own = stored(body.guardrails) if body.guardrails is not None else source.guardrails
-        if source.agent_id is not None:
-            version = body.agent_version if body.agent_version is not None else None
-            target = await self.agent_target(source.agent_id, version or source.agent_version)
-            return target.with_guardrails(own)
-        target = await self.target_of(source)
-        target.guardrails = list(own or [])
-        return target
-
     # Running them.
 
-    async def execute(
-        self, prepared: Prepared, emit: runtime.Emit | None = None
-    ) -> ConversationResponse:
+    async def execute(self, prepared: Prepared, emit: Emit | None = None) -> ConversationResponse:
         """Run a prepared request's model turns with no transaction open, then store what it
         adds in one short transaction. An append that stores holds its conversation's turn
-        meanwhile (`turns`), so that two appends to one conversation never interleave."""
+        meanwhile (`turn_lease`), so that two appends to one conversation never interleave."""
         if not prepared.append:
             result = await self._run(prepared, prepared.history, prepared.prefix, emit)
             if prepared.create is not None:
                 await self.repo.add(prepared.create)
                 await self._store(prepared, prepared.create, 0, prepared.history, result)
             return self._response(prepared, result)
-        async with self.turns.hold(prepared.conversation_id) as turn:
+        async with self.leases.hold(prepared.conversation_id) as lease:
             history, prefix = prepared.history, prepared.prefix
-            if turn.row.entry_count != len(history):  # another append came in between
-                history, prefix = await self._history(turn.row)
-                E.check_results(history, prepared.added)
+            if lease.row.entry_count != len(history):  # another append came in between
+                history, prefix = await self._history(lease.row)
+                check_results(history, prepared.added)
                 prepared.confirmed = confirmations.resolve(
                     history, prepared.confirmations, prepared.target.toolbox
                 )
             result = await self._run(prepared, history, prefix, emit)
             try:
-                await self._store(prepared, turn.row, len(history), history, result, turn)
-                # Committed here, not by the caller: the same commit gives the turn back.
-                await self.work.commit()
+                await self._store(prepared, lease.row, len(history), history, result, lease)
+                # Ended here, not by the caller: the same commit gives the turn back.
+                await self.work.release()
             except BaseException:
                 # Ended before the turn is given back in another session, which would wait for
                 # this transaction's write lock on SQLite (until its busy timeout).
@@ -402,28 +394,26 @@ class ConversationService(ConversationReads):
         prepared: Prepared,
         history: list[dict[str, Any]],
         prefix: TurnPrefix,
-        emit: runtime.Emit | None,
-    ) -> runtime.RunResult:
-        await self.work.release()
+        emit: Emit | None,
+    ) -> RunResult:
         if emit is not None:
             await emit(
                 {
                     "type": "conversation.response.started",
-                    "created_at": E.now_text(),
+                    "created_at": now_text(),
                     "conversation_id": prepared.conversation_id,
                 }
             )
 
-        async def load_agent(agent_id: str) -> runtime.Target:
+        async def load_agent(agent_id: str) -> Target:
             """A server handoff's next agent (its current version) with its tools, whose
             guardrails check the request's inputs too before it answers."""
-            target = await self.agent_target(agent_id, None)
-            await self._equip(target)
+            target = await self.targets.of_agent(agent_id, None)
+            await self.targets.equip(target)
             await self._guard(prepared, target, prepared.added)
-            await self.work.release()
             return target
 
-        return await runtime.run(
+        return await run_turns(
             self.gateway,
             self.caller,
             self._correlation(prepared),
@@ -438,6 +428,7 @@ class ConversationService(ConversationReads):
             extra=self.extra,
             inputs=prepared.added,
             confirmed=prepared.confirmed,
+            release=self.work.release,
         )
 
     async def _store(
@@ -446,11 +437,11 @@ class ConversationService(ConversationReads):
         row: Conversation | TurnRow,
         first: int,
         history: list[dict[str, Any]],
-        result: runtime.RunResult,
-        turn: Turn | None = None,
+        result: RunResult,
+        lease: TurnLease | None = None,
     ) -> None:
         """Write the entries of `history` from `first` on (a restart's copy), the request's and
-        the model's, after the `first` ones of conversation `row` (with `turn`, only while it
+        the model's, after the `first` ones of conversation `row` (with `lease`, only while it
         holds), and the confirmation status of the calls it answered; once committed, they are
         this process's copy of the history, with the turn messages the run built (see
         `histories`). A server handoff leaves the conversation on the agent it handed to."""
@@ -460,7 +451,7 @@ class ConversationService(ConversationReads):
             target = result.target
             changes.update(agent_id=target.agent_id, agent_version=target.agent_version)
         new = [*history[first:], *result.entries(prepared.added)]
-        owner = turn.owner if turn is not None else None
+        owner = lease.owner if lease is not None else None
         if not await self.repo.add_entries(conversation_id, first, new, owner=owner, **changes):
             raise ConversationChanged(
                 f"conversation {conversation_id!r} changed while it answered: nothing was "
@@ -475,12 +466,12 @@ class ConversationService(ConversationReads):
 
         def committed() -> None:
             self.histories.put(key, entries, result.prefix)
-            if turn is not None:
-                turn.given_back = True
+            if lease is not None:
+                lease.given_back = True
 
         self.work.on_commit(committed)
 
-    def _response(self, prepared: Prepared, result: runtime.RunResult) -> ConversationResponse:
+    def _response(self, prepared: Prepared, result: RunResult) -> ConversationResponse:
         return ConversationResponse(
             conversation_id=prepared.conversation_id,
             outputs=result.outputs,

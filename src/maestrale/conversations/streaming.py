@@ -13,15 +13,14 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from maestrale.conversations import entries as E
-from maestrale.conversations.prepared import Prepared
-from maestrale.conversations.service import ConversationService
+from maestrale.conversations.entries import now_text
+from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.core.app_services import app_services
+from maestrale.core.db import Database
 from maestrale.core.disconnect import cancel_on_disconnect
 from maestrale.core.errors import AppError
 from maestrale.core.responses import json_model
 from maestrale.core.sse import sse_event, sse_response
-from maestrale.core.uow import unit_of_work
-from maestrale.dependencies import app_services
 
 log = logging.getLogger("maestrale.conversations")
 
@@ -34,7 +33,7 @@ def _error(message: str, status: int) -> bytes:
     return _frame(
         {
             "type": "conversation.response.error",
-            "created_at": E.now_text(),
+            "created_at": now_text(),
             "message": message,
             "code": status,
         }
@@ -48,7 +47,7 @@ async def respond(
     client that goes away cancels the run (its model and tool calls), and nothing is stored."""
     if not stream:
         return json_model(await cancel_on_disconnect(request, service.execute(prepared)))
-    sessionmaker = app_services(request).db.sessionmaker
+    db: Database = app_services(request).db
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def emit(event: dict[str, Any]) -> None:
@@ -56,11 +55,11 @@ async def respond(
 
     async def produce() -> None:
         try:
-            async with unit_of_work(sessionmaker) as work:
+            async with db.transaction() as work:
                 response = await service.in_work(work).execute(prepared, emit)
             done = {
                 "type": "conversation.response.done",
-                "created_at": E.now_text(),
+                "created_at": now_text(),
                 "usage": response.usage.model_dump(),
             }
             await queue.put(_frame(done))

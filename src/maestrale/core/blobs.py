@@ -1,6 +1,7 @@
 """Blob storage behind one small interface: a local directory now, S3-compatible storage later.
 
-Blobs are written from async byte streams in chunks and never held whole in memory.
+Blobs are written from async byte streams in chunks and never held whole in memory. A request
+reads and writes them through `ReleasingBlobStore`, which ends its transaction first.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
 from maestrale.core.paths import private_dir
+
+if TYPE_CHECKING:
+    from maestrale.core.db import Database
+    from maestrale.core.uow import Release
 
 CHUNK = 1024 * 1024
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,511}$")
@@ -117,3 +122,56 @@ class LocalBlobStore:
         except FileNotFoundError:
             return False
         return True
+
+
+class ReleasingBlobStore:
+    """A blob store for the owner of a unit of work (a request): before each read or write it
+    ends the owner's transaction (`release`), so that none is open while the store answers
+    (DESIGN §3), and no caller has to remember to.
+
+    A write's chunks may come from the database (an export reads its rows as it writes them):
+    the transaction is ended again before each chunk reaches the store, and once they run out.
+    `delete` ends nothing: it undoes a failed write in an `except` block, where committing
+    would keep what failed, or runs once the owner has committed (`on_commit`)."""
+
+    def __init__(self, store: BlobStore, release: Release, db: Database) -> None:
+        self.store = store
+        self.release = release
+        self.db = db
+
+    async def _release_owner(self) -> None:
+        await self.release()
+        self.db.check_released("a call to the blob store")
+
+    async def _released(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in chunks:
+            await self._release_owner()
+            yield chunk
+        await self._release_owner()
+
+    async def put(
+        self, key: str, chunks: AsyncIterator[bytes], *, max_bytes: int | None = None
+    ) -> int:
+        await self._release_owner()
+        return await self.store.put(key, self._released(chunks), max_bytes=max_bytes)
+
+    async def get(
+        self, key: str, *, start: int = 0, end: int | None = None
+    ) -> AsyncIterator[bytes]:
+        await self._release_owner()
+        chunks = self.store.get(key, start=start, end=end)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            # Closed with this reader (its file or its response), not when collected.
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def size(self, key: str) -> int | None:
+        await self._release_owner()
+        return await self.store.size(key)
+
+    async def delete(self, key: str) -> bool:
+        return await self.store.delete(key)

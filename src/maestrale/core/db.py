@@ -1,7 +1,7 @@
 """Async SQLAlchemy: the declarative base, engines for SQLite and Postgres, sessions.
 
 A request (or a job) owns its transaction: services only flush, the route class or the job
-runner commits.
+runner commits (`core.uow`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +26,6 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
-    AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
@@ -37,6 +35,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlalchemy.util.concurrency import await_
 
 from maestrale.core.regex import sqlite_regexp
+from maestrale.core.uow import UnitOfWork, unit_of_work
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -410,16 +409,10 @@ class Database:
             return None
         return database
 
-    @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
-        """A session whose transaction commits on success and rolls back on error."""
-        async with self.sessionmaker() as session:
-            try:
-                yield session
-                await session.commit()
-            except BaseException:
-                await session.rollback()
-                raise
+    def transaction(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A short unit of work of its own, outside any request's or job's (the exception
+        `core.uow` documents): committed when the block succeeds, rolled back when it raises."""
+        return unit_of_work(self.sessionmaker)
 
     async def dispose(self) -> None:
         await self.engine.dispose()

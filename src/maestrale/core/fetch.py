@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from maestrale.core.errors import AppError, BadRequest
+from maestrale.core.uow import Release
 from maestrale.tracing import outbound_headers
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -219,12 +220,15 @@ def _check_url(url: str, policy: FetchPolicy) -> None:
         )
 
 
-async def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
+async def fetch_url(url: str, policy: FetchPolicy, release: Release | None = None) -> Fetched:
     """The body of `url` (http, https or data), within the policy's address, size and time
-    limits. Raises UrlNotAllowed (400), FetchTooLarge (413) or FetchFailed (400)."""
+    limits. Raises UrlNotAllowed (400), FetchTooLarge (413) or FetchFailed (400). `release`
+    ends the caller's transaction before the network is reached (a data URL is decoded here)."""
     if url[:5].lower() == "data:":
         return decode_data_url(url, policy)
     _check_url(url, policy)
+    if release is not None:
+        await release()
     connector = aiohttp.TCPConnector(resolver=_GuardedResolver(policy), use_dns_cache=False)
     timeout = aiohttp.ClientTimeout(total=policy.timeout_seconds)
     try:

@@ -32,22 +32,12 @@ from maestrale.core.errors import (
 )
 from maestrale.core.logs import request_id_var
 from maestrale.core.metrics import Metrics
+from maestrale.tracing.spans import route_of
 
 log = logging.getLogger("maestrale.access")
 errlog = logging.getLogger("maestrale.errors")
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-
-
-def route_of(scope: Scope) -> str:
-    """The matched route's template (bounded label cardinality), with its router prefixes.
-
-    FastAPI keeps the prefixed template of an included route in its own scope entry; the route
-    object itself only knows the path it was declared with.
-    """
-    context = scope.get("fastapi", {}).get("effective_route_context")
-    path = getattr(context, "path", None) or getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else "<unmatched>"
 
 
 # The routes that stream their body to storage (and count it) instead of parsing it in memory.

@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -29,7 +29,8 @@ from maestrale import __version__
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
-    from maestrale.services import Services
+    from maestrale.core.blobs import BlobStore
+    from maestrale.core.db import Database
 
 log = logging.getLogger("maestrale.readiness")
 
@@ -63,6 +64,20 @@ class Lifecycle:
                 log.exception("a shutdown callback failed")
 
 
+class Checked(Protocol):
+    """What `/ready` checks: the process's database, Redis client (None: not configured) and
+    blob store."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def redis(self) -> Any | None: ...
+
+    @property
+    def blobs(self) -> BlobStore: ...
+
+
 class Readiness:
     """The checks of `/ready`. Concurrent probes share one run of the checks, so a burst of
     them (or a slow dependency) never piles up connections or threads."""
@@ -73,12 +88,12 @@ class Readiness:
         self._running: asyncio.Task[dict[str, str]] | None = None
         self._s3_probe: Any = None
 
-    async def checks(self, services: Services) -> dict[str, str]:
+    async def checks(self, services: Checked) -> dict[str, str]:
         if self._running is None or self._running.done():
             self._running = asyncio.create_task(self._check(services), name="readiness")
         return await asyncio.shield(self._running)
 
-    async def _check(self, services: Services) -> dict[str, str]:
+    async def _check(self, services: Checked) -> dict[str, str]:
         database, redis, blobs = await asyncio.gather(
             self._bounded("database", self._database(services)),
             self._bounded("redis", self._redis(services)),
@@ -95,18 +110,18 @@ class Readiness:
             log.warning("readiness: %s unreachable: %s: %s", name, type(exc).__name__, exc)
             return UNREACHABLE
 
-    async def _database(self, services: Services) -> str:
+    async def _database(self, services: Checked) -> str:
         async with services.db.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
         return OK
 
-    async def _redis(self, services: Services) -> str:
+    async def _redis(self, services: Checked) -> str:
         if services.redis is None:
             return NOT_CONFIGURED
         await services.redis.ping()
         return OK
 
-    async def _blobs(self, services: Services) -> str:
+    async def _blobs(self, services: Checked) -> str:
         store = services.blobs
         root = getattr(store, "root", None)
         if isinstance(root, Path):

@@ -1,6 +1,7 @@
 """The request's unit of work: one per request, committed by the route class after the handler
 returned (before the response is sent), then its `on_commit` actions run; rolled back on any
-error. A handler that calls a model, a tool or the network releases it first (`release()`).
+error. The components that call a model, a tool or the network release it first, given its
+`release` (the gateway, the tool runner, the connector runtime, the URL fetchers).
 Before the handler, the route refuses integers past 64 bits in its URL and a JSON body that no
 column could store (`core.validation`)."""
 
@@ -12,16 +13,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response, params
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.core.app_services import app_services
+from maestrale.core.db import Database
 from maestrale.core.errors import ErrorOut, error_responses
 from maestrale.core.uow import UnitOfWork
 from maestrale.core.validation import check_int_parameters, check_json_body, int_parameters
-from maestrale.dependencies import app_services
 
 
 async def request_work(request: Request) -> AsyncIterator[UnitOfWork]:
-    work = UnitOfWork(app_services(request).db.sessionmaker)
+    db: Database = app_services(request).db
+    work = UnitOfWork(db.sessionmaker)
     request.state.work = work
     try:
         yield work
@@ -29,12 +31,9 @@ async def request_work(request: Request) -> AsyncIterator[UnitOfWork]:
         await work.close()
 
 
-async def request_session(work: Annotated[UnitOfWork, Depends(request_work)]) -> AsyncSession:
-    return work.session
-
-
+# The one way a handler (or a dependency) reaches the request's transaction: `work.session`
+# to read and write, `work.on_commit` for what must follow the commit.
 Work = Annotated[UnitOfWork, Depends(request_work)]
-DbSession = Annotated[AsyncSession, Depends(request_session)]
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

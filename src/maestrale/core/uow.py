@@ -8,7 +8,23 @@ successful commit only; a rollback forgets it.
 
 `release()` ends the transaction before a model, tool or network call (DESIGN §3): a read-only
 transaction is simply committed, which returns the connection to the pool and, on SQLite, lets
-writers go on. The session stays usable: its next statement begins a new transaction.
+writers go on. The session stays usable: its next statement begins a new transaction. The
+components that make those calls release it themselves, given the owner's `release`: the
+gateway (`Gateway.releasing`, which a request's `GatewayDep` is), the tool runner, the
+connector runtime, the URL fetcher, the workflows' Temporal engine (`TemporalEngine.releasing`)
+and the request's blob store (`ReleasingBlobStore`, `ReleasingBlobs`); a handler or a service
+never has to remember to. A release stays by hand only before a wait that no component owns
+(a client's upload, a conversation's turn, CPU work off the loop) or to keep what a failing
+request did on purpose.
+
+The documented exception to "the request or the job owns the transaction": code with no owner's
+unit of work to join opens a short one of its own with this module's `unit_of_work`, through
+`Database.transaction()`, read-only lookups included. That is code that runs beside or after
+any request: background loops (the job queue, the accounting recorder, key usage, cached
+limits), a conversation's turn lease, the steps of a job that calls remote services between its
+writes, a CLI command, the key lookup that authenticates a request, the gateway's model lookup,
+what the connector runtime learns from a server (a tool list, a refreshed token), a response
+streamed after its request committed. Nothing else opens a session or commits.
 """
 
 from __future__ import annotations
@@ -20,6 +36,8 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 AfterCommit = Callable[[], Awaitable[None] | None]
+# Ends the owner's transaction before a remote call: a unit of work's `release`.
+Release = Callable[[], Awaitable[None]]
 
 
 class UnitOfWork:

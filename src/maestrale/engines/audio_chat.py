@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local import engine_options
 from maestrale.engines.protocols import (
     ChatEngine,
@@ -39,6 +38,7 @@ from maestrale.engines.protocols import (
     TranscriptionEngine,
 )
 from maestrale.engines.registry import EngineUnavailable, Lookup
+from maestrale.engines.specs import CatalogError, ModelSpec
 from maestrale.engines.transcription_types import (
     RealtimeTranscriptionRequest,
     TranscriptionEvent,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from maestrale.dependencies import app_services
+from maestrale.core.app_services import app_services
 from maestrale.engines.registry import EngineRegistry
 
 

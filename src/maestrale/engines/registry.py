@@ -14,8 +14,8 @@ from types import MappingProxyType
 
 import orjson
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.protocols import Closeable
+from maestrale.engines.specs import CatalogError, ModelSpec
 
 log = logging.getLogger("maestrale.engines")
 

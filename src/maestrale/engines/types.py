@@ -48,6 +48,8 @@ class ChatRequest:
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # A GGUF file to serve in place of the engine's own weights (a fine-tuned model's).
+    weights: str | None = None
 
 
 @dataclass(slots=True)
@@ -61,6 +63,8 @@ class FimRequest:
     temperature: float | None = None
     top_p: float | None = None
     random_seed: int | None = None
+    # As `ChatRequest.weights`.
+    weights: str | None = None
 
 
 @dataclass(slots=True)

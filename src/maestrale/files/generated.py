@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
+from maestrale.config import Settings
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.blobs import CHUNK, BlobTooLarge
+from maestrale.core.blobs import CHUNK, BlobStore, BlobTooLarge
 from maestrale.core.clock import utcnow
+from maestrale.core.db import Database
 from maestrale.core.ids import new_id
 from maestrale.files.repository import FileRepository
 from maestrale.files.service import clean_filename, guess_mimetype, too_large
 from maestrale.files.tables import StoredFile
-
-if TYPE_CHECKING:
-    from maestrale.services import Services
 
 GENERATED_PURPOSE = "tool_output"
 GENERATED_SOURCE = "service"  # as the other files the server writes (batch results, exports)
@@ -29,7 +27,9 @@ async def _chunks(data: bytes) -> AsyncIterator[bytes]:
 
 
 async def save_generated_file(
-    services: Services,
+    db: Database,
+    blobs: BlobStore,
+    settings: Settings,
     tenant: Tenant,
     *,
     filename: str,
@@ -44,11 +44,11 @@ async def save_generated_file(
     name = clean_filename(filename)
     file_id = new_id()
     key = f"{tenant.workspace_id}/files/{file_id}"
-    limit = services.settings.max_upload_bytes
+    limit = settings.max_upload_bytes
     if len(data) > limit:
         raise too_large(limit)
     try:
-        size = await services.blobs.put(key, _chunks(data), max_bytes=limit)
+        size = await blobs.put(key, _chunks(data), max_bytes=limit)
     except BlobTooLarge as exc:
         raise too_large(limit) from exc
     row = StoredFile(
@@ -68,9 +68,9 @@ async def save_generated_file(
         created_at=utcnow(),
     )
     try:
-        async with services.db.session() as session:
-            await FileRepository(session, tenant, None).add(row)
+        async with db.transaction() as work:
+            await FileRepository(work.session, tenant, None).add(row)
     except BaseException:
-        await services.blobs.delete(key)
+        await blobs.delete(key)
         raise
     return file_id, name

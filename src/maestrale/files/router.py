@@ -9,15 +9,16 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import StandardAuth, standard_principal
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.blobs import BlobStore
+from maestrale.core.dependencies import Blobs, Db, SecretKey
 from maestrale.core.errors import BadRequest, error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession, domain_router
+from maestrale.core.routing import Work, domain_router
 from maestrale.core.sizes import declared_length
-from maestrale.dependencies import app_services
 from maestrale.files.download import ByteRange, content_disposition
 from maestrale.files.schemas import FileDeleted, FileDetailOut, FileList, FileOut, SignedUrl
 from maestrale.files.service import FileService, UploadForm, signed_file
@@ -44,9 +45,8 @@ _UPLOAD_OPENAPI = {
 }
 
 
-def _service(request: Request, session: DbSession, principal: Principal) -> FileService:
-    blobs: BlobStore = app_services(request).blobs
-    return FileService(session, Tenant.of(principal), principal.key_id, blobs)
+def _service(work: Work, principal: Principal, blobs: BlobStore) -> FileService:
+    return FileService(work.session, Tenant.of(principal), principal.key_id, blobs)
 
 
 @router.post(
@@ -55,23 +55,29 @@ def _service(request: Request, session: DbSession, principal: Principal) -> File
     openapi_extra=_UPLOAD_OPENAPI,
     responses=error_responses((415, 422)),
 )
-async def upload_file(request: Request, session: DbSession, principal: StandardAuth) -> FileOut:
+async def upload_file(
+    request: Request,
+    work: Work,
+    principal: StandardAuth,
+    blobs: Blobs,
+    db: Db,
+    settings: AppSettings,
+) -> FileOut:
     """Upload a file (multipart: `file`, and optionally `purpose` — `fine-tune` by default,
     `batch`, `ocr` or any other —, `visibility` — `workspace` or `user` — and `expiry` in hours).
 
     The body is streamed to blob storage; a file over the upload limit (512 MB by default) is
     refused with 413 and nothing is stored. JSONL files get `num_lines`; `fine-tune` files must
     be `.jsonl` files whose every line is a JSON object (400 names the first bad line)."""
-    service = _service(request, session, principal)
+    service = _service(work, principal, blobs)
     length = request.headers.get("content-length")
-    settings = app_services(request).settings
     try:
         row = await service.upload(
             request.headers.get("content-type"),
             declared_length(length),
             request.stream(),
             max_bytes=settings.max_upload_bytes,
-            queue=JobQueue(app_services(request).db),
+            queue=JobQueue(db),
         )
     except ClientDisconnect as exc:
         raise BadRequest("the client went away during the upload", code="client_gone") from exc
@@ -80,9 +86,9 @@ async def upload_file(request: Request, session: DbSession, principal: StandardA
 
 @router.get("", response_model=FileList)
 async def list_files(
-    request: Request,
-    session: DbSession,
+    work: Work,
     principal: StandardAuth,
+    blobs: Blobs,
     page: int = 0,
     page_size: int = 100,
     include_total: bool = True,
@@ -93,7 +99,7 @@ async def list_files(
     mimetypes: Annotated[list[str] | None, Query()] = None,
 ) -> FileList:
     """Files of the workspace visible to the caller, newest first (page counted from 0)."""
-    rows, total = await _service(request, session, principal).page(
+    rows, total = await _service(work, principal, blobs).page(
         PageParams(page, page_size),
         purpose=purpose,
         sample_types=sample_type or [],
@@ -107,19 +113,19 @@ async def list_files(
 
 @router.get("/{file_id}", response_model=FileDetailOut)
 async def retrieve_file(
-    file_id: str, request: Request, session: DbSession, principal: StandardAuth
+    file_id: str, work: Work, principal: StandardAuth, blobs: Blobs
 ) -> FileDetailOut:
     """One file's metadata."""
-    row = await _service(request, session, principal).get(file_id)
+    row = await _service(work, principal, blobs).get(file_id)
     return FileDetailOut(**FileOut.of(row).model_dump())
 
 
 @router.delete("/{file_id}", response_model=FileDeleted)
 async def delete_file(
-    file_id: str, request: Request, session: DbSession, principal: StandardAuth
+    file_id: str, work: Work, principal: StandardAuth, blobs: Blobs
 ) -> FileDeleted:
     """Delete a file and its stored content."""
-    await _service(request, session, principal).delete(file_id)
+    await _service(work, principal, blobs).delete(file_id)
     return FileDeleted(id=file_id)
 
 
@@ -135,21 +141,23 @@ async def delete_file(
 async def download_file(
     file_id: str,
     request: Request,
-    session: DbSession,
+    work: Work,
+    blobs: Blobs,
+    secret: SecretKey,
     expires: str | None = None,
     signature: str | None = None,
 ) -> StreamingResponse:
     """The file's bytes as `application/octet-stream`, with its name in `Content-Disposition`;
     one HTTP `Range` is honoured (206). With the `expires` and `signature` of a signed link
     (see `/url`) no key is needed; an expired or altered link gets 403."""
-    blobs: BlobStore = app_services(request).blobs
     if expires is not None or signature is not None:
-        secret: bytes = app_services(request).secret_key
-        row = await signed_file(session, file_id, expires or "", signature or "", secret)
-        service = FileService(session, Tenant(row.organization_id, row.workspace_id), None, blobs)
+        row = await signed_file(work.session, file_id, expires or "", signature or "", secret)
+        service = FileService(
+            work.session, Tenant(row.organization_id, row.workspace_id), None, blobs
+        )
     else:
         principal = await standard_principal(request)
-        service = _service(request, session, principal)
+        service = _service(work, principal, blobs)
         row = await service.get(file_id)
     size, byte_range = await service.content(row, request.headers.get("range"))
     return _stream(blobs, row, size, byte_range)
@@ -181,14 +189,14 @@ def _stream(
 async def get_signed_url(
     file_id: str,
     request: Request,
-    session: DbSession,
+    work: Work,
     principal: StandardAuth,
+    blobs: Blobs,
+    settings: AppSettings,
+    secret: SecretKey,
     expiry: int = 24,
 ) -> SignedUrl:
     """A link to the file's content that needs no key, valid `expiry` hours (1 to 168)."""
-    settings = app_services(request).settings
     base = (settings.public_url or str(request.base_url)).rstrip("/")
-    url = await _service(request, session, principal).signed_url(
-        file_id, expiry, base, app_services(request).secret_key
-    )
+    url = await _service(work, principal, blobs).signed_url(file_id, expiry, base, secret)
     return SignedUrl(url=url)

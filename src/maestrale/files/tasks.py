@@ -7,7 +7,6 @@ from typing import Any
 
 from maestrale.core.blobs import BlobStore
 from maestrale.core.jobs.worker import JobContext, JobRegistry
-from maestrale.core.uow import unit_of_work
 from maestrale.files.repository import WorkspaceFiles
 from maestrale.files.service import EXPIRE_KIND
 
@@ -20,7 +19,7 @@ class FileTasks:
         """Delete the file (row, then blob) if its expiry has passed; it may be gone already. The
         file is looked up in the job's workspace only."""
         file_id = str(ctx.payload["file_id"])
-        async with unit_of_work(ctx.db.sessionmaker) as work:
+        async with ctx.db.transaction() as work:
             key = await WorkspaceFiles(work.session, ctx.tenant).remove_expired(file_id)
             if key is not None:
                 work.on_commit(partial(self._remove_blob, key))

@@ -3,8 +3,9 @@ the engines load.
 
 A fine-tuned model's `artifact` is `blob:<key>`; `ArtifactFiles.local` copies the blob once to a
 cache directory on this machine (to a temporary name, then renamed: a reader never sees half a
-file) and gives its path, which the gateway hands to the engine as the upstream model. An
-artifact that is a plain path (a file an operator placed) is used as it is.
+file) and gives its path, which the gateway hands to the engine that serves the model's
+`artifact_format` (`catalog.artifacts`). An artifact that is a plain path (a file an operator
+placed) is used as it is.
 """
 
 from __future__ import annotations

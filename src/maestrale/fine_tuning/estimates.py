@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
 
 # The tokens of the given texts (the training examples' text).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import orjson
@@ -14,17 +14,17 @@ import orjson
 from maestrale.classifiers.embedder import registry_embedder
 from maestrale.classifiers.training import TrainingDataError, parse_example
 from maestrale.core.jobs.worker import PermanentJobError
+from maestrale.engines.registry import EngineRegistry
 from maestrale.fine_tuning.training.protocol import DataFile
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
-
-if TYPE_CHECKING:
-    from maestrale.services import Services
 
 EMBED_BATCH = 64
 
 
 @dataclass(frozen=True, slots=True)
-class Prepared:
+class TrainingInputs:
+    """What a trainer reads besides the data files: a base GGUF, or the embedded examples."""
+
     base_model: str | None = None
     embeddings_model: str = ""
     embeddings: str | None = None
@@ -45,7 +45,7 @@ def _classifier_examples(path: str, seq_len: int) -> tuple[list[str], list[dict[
 
 
 async def prepare(
-    services: Services,
+    engines: EngineRegistry,
     job_type: str,
     root: str,
     hyperparameters: dict[str, Any],
@@ -53,8 +53,8 @@ async def prepare(
     training: list[DataFile],
     validation: list[str],
     work: Path,
-) -> Prepared:
-    resolved = services.engines.resolve(root)
+) -> TrainingInputs:
+    resolved = engines.resolve(root)
     if resolved is None:
         raise PermanentJobError(f"the base model {root!r} is not served any more")
     spec = resolved.spec
@@ -63,12 +63,12 @@ async def prepare(
             raise PermanentJobError(f"the base model {root!r} is not a llama.cpp model")
         from maestrale.engines.local.llama_model import model_path, parse_options
 
-        return Prepared(base_model=str(model_path(parse_options(spec))))
+        return TrainingInputs(base_model=str(model_path(parse_options(spec))))
     embeddings_model = str(spec.options.get("embeddings_model") or "")
     if not embeddings_model:
         raise PermanentJobError(f"the base model {root!r} names no embeddings model")
     seq_len = int(hyperparameters.get("seq_len") or 512)
-    embed = registry_embedder(services.engines)
+    embed = registry_embedder(engines)
     parts = []
     for paths in ([f.path for f in training], validation):
         texts: list[str] = []
@@ -88,4 +88,4 @@ async def prepare(
 
     out = work / "embedded.npz"
     await anyio.to_thread.run_sync(write_embedded, out, parts[0], parts[1], targets)
-    return Prepared(embeddings_model=embeddings_model, embeddings=str(out))
+    return TrainingInputs(embeddings_model=embeddings_model, embeddings=str(out))

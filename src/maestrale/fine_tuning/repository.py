@@ -1,6 +1,6 @@
-"""SQL of fine-tuning jobs for API requests, scoped to the caller's workspace: the list with its
-filters, a job's events and checkpoints, status moves fenced by the status they expect (a
-worker may move the job at the same time), and the queue jobs behind jobs that look alive."""
+"""SQL of fine-tuning jobs, scoped to the caller's workspace: the list with its filters, a job's
+events and checkpoints, status changes (fenced by the status they expect where a worker may
+move the job at the same time), checkpoints, and the queue jobs behind jobs that look alive."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement, false
+from sqlalchemy.dialects import postgresql, sqlite
 
 from maestrale.core.clock import utcnow
 from maestrale.core.jobs.tables import Job
@@ -78,6 +79,48 @@ class FineTuningRepository(WorkspaceRepository[FineTuningJob]):
             .order_by(FineTuningCheckpoint.step_number)
         )
         return list(found.scalars())
+
+    async def record_status(self, row: FineTuningJob, status: str, **data: Any) -> None:
+        """Give `row` its new status and record the event `status-updated` with
+        `{"status", **data}` (flushed, not committed)."""
+        now = utcnow()
+        row.status = status
+        row.modified_at = now
+        self.session.add(
+            FineTuningEvent(
+                job_id=row.id, name=STATUS_EVENT, data={"status": status, **data}, created_at=now
+            )
+        )
+        await self.session.flush()
+
+    async def add_checkpoint(
+        self,
+        row: FineTuningJob,
+        step: int,
+        train_loss: float | None,
+        valid_loss: float | None,
+        accuracy: float | None,
+    ) -> bool:
+        """Record the checkpoint of `step`; False (and nothing written) when that step was
+        recorded already (a resumed worker reporting it again)."""
+        postgres = self.session.get_bind().dialect.name == "postgresql"
+        dialect = postgresql if postgres else sqlite
+        table = FineTuningCheckpoint.__table__
+        insert = (
+            dialect.insert(table)
+            .values(
+                job_id=row.id,
+                step_number=step,
+                train_loss=train_loss,
+                valid_loss=valid_loss,
+                valid_mean_token_accuracy=accuracy,
+                created_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["job_id", "step_number"])
+            .returning(table.c.step_number)
+        )
+        inserted = (await self.session.execute(insert)).scalar_one_or_none()
+        return inserted is not None
 
     async def move(
         self, row: FineTuningJob, expected: Sequence[str], status: str, **data: Any

@@ -6,15 +6,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import Query, Request
+from fastapi import Depends, Query
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import StandardAuth
-from maestrale.core.auth.principal import Principal, Tenant
+from maestrale.core.auth.principal import Tenant
+from maestrale.core.dependencies import Db, ReleasingBlobs
 from maestrale.core.errors import error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
 from maestrale.core.routing import Work, domain_router
-from maestrale.dependencies import app_services
+from maestrale.engines.dependencies import Engines
 from maestrale.fine_tuning.estimates import registry_counter
 from maestrale.fine_tuning.schemas import (
     ClassifierDetailedJobOut,
@@ -35,26 +37,31 @@ router = domain_router(prefix="/fine_tuning/jobs", tags=["fine-tuning"])
 Filter = Annotated[str | None, Query(max_length=256)]
 
 
-def _service(request: Request, work: Work, principal: Principal) -> FineTuningService:
-    services = app_services(request)
+def _service(
+    work: Work,
+    principal: StandardAuth,
+    engines: Engines,
+    blobs: ReleasingBlobs,
+    db: Db,
+    settings: AppSettings,
+) -> FineTuningService:
     training = Training(
-        registry=services.engines,
-        blobs=services.blobs,
-        queue=JobQueue(services.db),
-        tokens_per_second=services.settings.fine_tuning_tokens_per_second,
-        currency=services.settings.limits.currency,
-        counter=registry_counter(services.engines),
+        registry=engines,
+        blobs=blobs,
+        queue=JobQueue(db),
+        tokens_per_second=settings.fine_tuning_tokens_per_second,
+        currency=settings.limits.currency,
+        counter=registry_counter(engines),
     )
-    return FineTuningService(
-        work.session, Tenant.of(principal), principal.key_id, training, release=work.release
-    )
+    return FineTuningService(work.session, Tenant.of(principal), principal.key_id, training)
+
+
+Service = Annotated[FineTuningService, Depends(_service)]
 
 
 @router.get("", response_model=JobsOut)
 async def list_fine_tuning_jobs(
-    request: Request,
-    work: Work,
-    principal: StandardAuth,
+    service: Service,
     page: int = 0,
     page_size: int = 100,
     model: Filter = None,
@@ -69,7 +76,7 @@ async def list_fine_tuning_jobs(
     """The workspace's fine-tuning jobs, newest first (page counted from 0), filtered by base
     model, creation time, creator, status and suffix. No job has a W&B integration, so a
     `wandb_project` or `wandb_name` filter matches none."""
-    rows, total = await _service(request, work, principal).page(
+    rows, total = await service.page(
         PageParams(page, page_size),
         model=model,
         created_after=created_after,
@@ -90,9 +97,7 @@ async def list_fine_tuning_jobs(
 )
 async def create_fine_tuning_job(
     body: JobIn,
-    request: Request,
-    work: Work,
-    principal: StandardAuth,
+    service: Service,
     dry_run: bool | None = None,
 ) -> DryRunOut | CompletionJobOut | ClassifierJobOut:
     """Create a fine-tuning job of a base model of the catalog that has the `fine_tuning`
@@ -101,37 +106,32 @@ async def create_fine_tuning_job(
     for training; otherwise it stays VALIDATED until started. A dry run (`?dry_run=true`, or
     `dry_run` in the body) writes nothing and returns the estimates: tokens, steps, duration
     and cost."""
-    created = await _service(request, work, principal).create(
-        body, dry_run=bool(dry_run or body.dry_run)
-    )
+    created = await service.create(body, dry_run=bool(dry_run or body.dry_run))
     return created if isinstance(created, DryRunOut) else job_out(created)
 
 
 @router.get("/{job_id}", response_model=DetailedJobOut)
 async def get_fine_tuning_job(
-    job_id: str, request: Request, work: Work, principal: StandardAuth
+    job_id: str, service: Service
 ) -> CompletionDetailedJobOut | ClassifierDetailedJobOut:
     """A fine-tuning job with its events (oldest first) and checkpoints (by step)."""
-    service = _service(request, work, principal)
     return await service.detailed(await service.get(job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=DetailedJobOut)
 async def cancel_fine_tuning_job(
-    job_id: str, request: Request, work: Work, principal: StandardAuth
+    job_id: str, service: Service
 ) -> CompletionDetailedJobOut | ClassifierDetailedJobOut:
     """Cancel a job: one not being trained yet is CANCELLED at once; one in training is
     CANCELLATION_REQUESTED until its worker has stopped, then CANCELLED (no model is made); a
     finished job is returned as it is."""
-    service = _service(request, work, principal)
     return await service.detailed(await service.cancel(job_id))
 
 
 @router.post("/{job_id}/start", response_model=DetailedJobOut, responses=error_responses((409,)))
 async def start_fine_tuning_job(
-    job_id: str, request: Request, work: Work, principal: StandardAuth
+    job_id: str, service: Service
 ) -> CompletionDetailedJobOut | ClassifierDetailedJobOut:
     """Start a job created with `auto_start` false (status VALIDATED): it is queued for
     training. Any other status is a 409."""
-    service = _service(request, work, principal)
     return await service.detailed(await service.start(job_id))

@@ -8,12 +8,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.catalog.repository import FineTunedModelRepository
 from maestrale.catalog.service import ModelNotFound
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import BadRequest
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec
 from maestrale.fine_tuning.estimates import Plan
 from maestrale.fine_tuning.schemas import JobIn
 

@@ -5,13 +5,12 @@ worker (`fine_tuning.tasks`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.blobs import BlobStore
 from maestrale.core.clock import as_utc, unix, utcnow
@@ -21,6 +20,7 @@ from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.jobs.tables import JobStatus
 from maestrale.core.pagination import PageParams
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec
 from maestrale.files.repository import FileRepository
 from maestrale.fine_tuning import extra, states
 from maestrale.fine_tuning.data import data_files, read_examples
@@ -60,8 +60,6 @@ from maestrale.fine_tuning.schemas import (
 )
 from maestrale.fine_tuning.tables import FineTuningJob
 
-Release = Callable[[], Awaitable[None]]
-
 
 def default_counter(spec: ModelSpec) -> TokenCounter:
     """Tokens estimated from characters, whatever the model."""
@@ -70,8 +68,9 @@ def default_counter(spec: ModelSpec) -> TokenCounter:
 
 @dataclass(frozen=True, slots=True)
 class Training:
-    """What the service needs of the process: the catalog, the files' blobs, the queue, the
-    measured training speed, the billing currency and the token counter of a base model."""
+    """What the service needs of the process: the catalog, the files' blobs (a request's
+    `ReleasingBlobStore`: no transaction stays open while the data files are read), the queue,
+    the measured training speed, the billing currency and the token counter of a base model."""
 
     registry: EngineRegistry
     blobs: BlobStore
@@ -109,13 +108,9 @@ class FineTuningService:
         tenant: Tenant,
         key_id: str | None,
         training: Training,
-        *,
-        release: Release | None = None,
     ) -> None:
         self.session, self.tenant, self.key_id = session, tenant, key_id
         self.training = training
-        # Ends the request's read-only transaction before the data files are read.
-        self.release = release
         self.repo = FineTuningRepository(session, tenant)
 
     async def create(self, body: JobIn, *, dry_run: bool) -> FineTuningJob | DryRunOut:
@@ -134,8 +129,6 @@ class FineTuningService:
             [f.file_id for f in body.training_files],
             body.validation_files or [],
         )
-        if self.release is not None:
-            await self.release()
         targets = targets_out(body)
         collector = TargetCollector(MAX_TARGETS, MAX_LABELS)
         check: LineCheck = completion_line
@@ -198,10 +191,9 @@ class FineTuningService:
             modified_at=now,
         )
         await self.repo.add(row)
-        await states.record_status(self.session, row, states.QUEUED)
-        await states.record_status(self.session, row, states.VALIDATING)
-        await states.record_status(
-            self.session,
+        await self.repo.record_status(row, states.QUEUED)
+        await self.repo.record_status(row, states.VALIDATING)
+        await self.repo.record_status(
             row,
             states.VALIDATED,
             training_examples=examples.training,
@@ -210,7 +202,7 @@ class FineTuningService:
         )
         if auto_start:
             await enqueue_training(self.session, self.training.queue, row)
-            await states.record_status(self.session, row, states.QUEUED)
+            await self.repo.record_status(row, states.QUEUED)
         return row
 
     async def get(self, job_id: str) -> FineTuningJob:

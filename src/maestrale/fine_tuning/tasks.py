@@ -25,12 +25,15 @@ import shutil
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from maestrale.catalog.tables import FineTunedModel
+from maestrale.catalog.artifacts import ArtifactFormat
+from maestrale.catalog.repository import FineTunedModelRepository
+from maestrale.config import Settings
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.blobs import BlobStore
 from maestrale.core.jobs.worker import (
     JobContext,
     JobInterrupted,
@@ -38,19 +41,16 @@ from maestrale.core.jobs.worker import (
     PermanentJobError,
     describe_error,
 )
-from maestrale.core.uow import unit_of_work
+from maestrale.engines.registry import EngineRegistry
 from maestrale.files.repository import FileRepository
 from maestrale.fine_tuning import states
 from maestrale.fine_tuning.artifacts import blob_artifact, download, file_chunks
-from maestrale.fine_tuning.preparation import Prepared, prepare
+from maestrale.fine_tuning.preparation import TrainingInputs, prepare
 from maestrale.fine_tuning.queueing import TRAIN_KIND
 from maestrale.fine_tuning.repository import FineTuningRepository
 from maestrale.fine_tuning.trainer_process import run
 from maestrale.fine_tuning.training.protocol import DataFile, TrainingSpec
 from maestrale.libraries.service import blob_remover
-
-if TYPE_CHECKING:
-    from maestrale.services import Services
 
 log = logging.getLogger("maestrale.fine_tuning")
 
@@ -61,6 +61,8 @@ TRAINER = {
     "classifier": "maestrale.fine_tuning.training.classifier",
 }
 ARTIFACT_FILE = {"completion": "model.gguf", "classifier": "classifier.json"}
+# What each trainer's artifact is, recorded on the fine-tuned model for the code that serves it.
+ARTIFACT_FORMAT = {"completion": ArtifactFormat.GGUF, "classifier": ArtifactFormat.CLASSIFIER}
 
 
 def resume_key(job_id: str) -> str:
@@ -95,9 +97,8 @@ class Started:
 
 
 class FineTuningTasks:
-    def __init__(self, services: Services) -> None:
-        self.services = services
-        settings = services.settings
+    def __init__(self, settings: Settings, blobs: BlobStore, engines: EngineRegistry) -> None:
+        self.blobs, self.engines = blobs, engines
         self.work_root = settings.data_dir / "fine_tuning" / "work"
         self.threads = settings.fine_tuning_threads or os.cpu_count() or 1
 
@@ -130,7 +131,7 @@ class FineTuningTasks:
             await anyio.to_thread.run_sync(partial(shutil.rmtree, work, ignore_errors=True))
 
     async def _start(self, ctx: JobContext, job_id: str) -> Started | None:
-        async with unit_of_work(ctx.db.sessionmaker) as work:
+        async with ctx.db.transaction() as work:
             jobs = FineTuningRepository(work.session, ctx.tenant)
             row = await jobs.get(job_id)
             if row is None or row.status in states.FINAL:
@@ -165,7 +166,7 @@ class FineTuningTasks:
             )
 
     async def _train(self, ctx: JobContext, started: Started, work: Path) -> dict[str, Any]:
-        blobs = self.services.blobs
+        blobs = self.blobs
         training = []
         for number, (key, weight) in enumerate(started.training):
             path = work / f"train-{number}.jsonl"
@@ -180,8 +181,8 @@ class FineTuningTasks:
         if await blobs.size(resume_key(started.job_id)) is not None:
             resume = str(work / "resume.pt")
             await download(blobs, resume_key(started.job_id), Path(resume))
-        prepared: Prepared = await prepare(
-            self.services,
+        prepared: TrainingInputs = await prepare(
+            self.engines,
             started.job_type,
             started.root,
             started.hyperparameters,
@@ -221,21 +222,21 @@ class FineTuningTasks:
         if kind == "loaded":
             resumed = int(event.get("resumed_from") or 0)
             data = {"resumed_from_step": resumed} if resumed else {}
-            async with unit_of_work(ctx.db.sessionmaker) as work:
+            async with ctx.db.transaction() as work:
                 jobs = FineTuningRepository(work.session, ctx.tenant)
                 row = await jobs.get(started.job_id)
                 if row is not None:
                     await jobs.move(row, [states.QUEUED, states.STARTED], states.RUNNING, **data)
         elif kind == "checkpoint":
             path = Path(str(event["path"]))
-            await self.services.blobs.put(resume_key(started.job_id), file_chunks(path))
+            await self.blobs.put(resume_key(started.job_id), file_chunks(path))
             await anyio.to_thread.run_sync(lambda: path.unlink(missing_ok=True))
-            async with unit_of_work(ctx.db.sessionmaker) as work:
-                row = await FineTuningRepository(work.session, ctx.tenant).get(started.job_id)
+            async with ctx.db.transaction() as work:
+                jobs = FineTuningRepository(work.session, ctx.tenant)
+                row = await jobs.get(started.job_id)
                 if row is None:
                     return
-                await states.add_checkpoint(
-                    work.session,
+                await jobs.add_checkpoint(
                     row,
                     int(event["step"]),
                     _number(event.get("train_loss")),
@@ -262,25 +263,20 @@ class FineTuningTasks:
             return
         if row.status == states.CANCELLATION_REQUESTED:
             await jobs.move(row, [states.CANCELLATION_REQUESTED], states.CANCELLED)
-            ctx.after_complete(partial(blob_remover, self.services.blobs, [key]))
+            ctx.after_complete(partial(blob_remover, self.blobs, [key]))
             return
-        base = self.services.engines.resolve(started.root)
+        base = self.engines.resolve(started.root)
         classifier = started.job_type == "classifier"
-        session.add(
-            FineTunedModel(
-                id=name,
-                organization_id=ctx.tenant.organization_id,
-                workspace_id=ctx.tenant.workspace_id,
-                root=started.root,
-                job=started.job_id,
-                model_type=started.job_type,
-                max_context_length=base.spec.max_context_length if base else 32768,
-                capabilities=_capabilities(
-                    started.job_type, base.spec.capabilities if base else []
-                ),
-                classifier_targets=started.targets if classifier else [],
-                artifact=blob_artifact(key),
-            )
+        await FineTunedModelRepository(session, ctx.tenant).register(
+            name,
+            root=started.root,
+            job=started.job_id,
+            model_type=started.job_type,
+            max_context_length=base.spec.max_context_length if base else 32768,
+            capabilities=_capabilities(started.job_type, base.spec.capabilities if base else []),
+            classifier_targets=started.targets if classifier else [],
+            artifact=blob_artifact(key),
+            artifact_format=ARTIFACT_FORMAT[started.job_type],
         )
         if isinstance(done.get("trained_tokens"), int):
             row.trained_tokens = done["trained_tokens"]
@@ -295,7 +291,7 @@ class FineTuningTasks:
     async def _end(self, ctx: JobContext, started: Started, status: str, **data: Any) -> None:
         """Record how the job ended (the checkpoint state and any model blob go)."""
         try:
-            async with unit_of_work(ctx.db.sessionmaker) as work:
+            async with ctx.db.transaction() as work:
                 jobs = FineTuningRepository(work.session, ctx.tenant)
                 row = await jobs.get(started.job_id)
                 if row is not None:
@@ -304,7 +300,7 @@ class FineTuningTasks:
         except Exception:
             log.warning("job %s: recording %s failed", started.job_id, status, exc_info=True)
         keys = [resume_key(started.job_id), model_key(started.job_id, started.job_type)]
-        await blob_remover(self.services.blobs, keys)
+        await blob_remover(self.blobs, keys)
 
 
 def _capabilities(job_type: str, base: list[str]) -> dict[str, bool]:
@@ -325,5 +321,7 @@ def _seed(job_id: str) -> int:
     return int(job_id.replace("-", "")[:8], 16)
 
 
-def register(registry: JobRegistry, services: Services) -> None:
-    registry.register(TRAIN_KIND, FineTuningTasks(services).train)
+def register(
+    registry: JobRegistry, settings: Settings, blobs: BlobStore, engines: EngineRegistry
+) -> None:
+    registry.register(TRAIN_KIND, FineTuningTasks(settings, blobs, engines).train)

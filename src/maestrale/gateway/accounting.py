@@ -10,8 +10,8 @@ import uuid
 from typing import Any, TypeVar
 
 from maestrale.accounting.recorder import Recorder
-from maestrale.catalog.config import ModelSpec
 from maestrale.core.clock import utcnow
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import Usage
 from maestrale.gateway.call import Call, Report
 

@@ -8,8 +8,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from maestrale.catalog.config import ModelSpec
+from maestrale.catalog.artifacts import ArtifactFormat
 from maestrale.core.errors import AppError, UpstreamError, UpstreamTimeout
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError, Usage
 from maestrale.gateway.hooks import Caller, CallHook, CallInfo
 
@@ -17,6 +18,14 @@ E_co = TypeVar("E_co", covariant=True)
 
 # The status recorded for a call the client abandoned (a stream it stopped reading).
 CLIENT_CLOSED = 499
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A fine-tuned model's artifact as its engine takes it: a local file, of `format`."""
+
+    path: str
+    format: ArtifactFormat
 
 
 @dataclass(slots=True)
@@ -36,12 +45,19 @@ class Call(Generic[E_co]):
     correlation_id: str
     source: str
     info: CallInfo
+    artifact: Artifact | None = None  # a fine-tuned model's, served by the base's engine
     reservations: list[tuple[CallHook, object | None]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # the request's metadata, for the event
     started: float = field(default_factory=time.perf_counter)
     engine_seconds: float = 0.0
     completion_id: str = field(default_factory=lambda: f"cmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
+
+    def artifact_file(self, wanted: ArtifactFormat) -> str | None:
+        """The local file of the fine-tuned model's artifact if it is of the `wanted` format
+        (the one the engine called serves), else None: the base's own."""
+        artifact = self.artifact
+        return artifact.path if artifact is not None and artifact.format is wanted else None
 
 
 @dataclass(frozen=True, slots=True)

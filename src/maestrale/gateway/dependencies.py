@@ -8,18 +8,27 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.logs import request_id_var
-from maestrale.dependencies import app_services
+from maestrale.core.routing import Work
 from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
+from maestrale.gateway.platform_calls import PlatformCalls
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 
 
-async def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request, work: Work) -> Gateway:
+    """The process's gateway, ending the request's transaction before each model call."""
     gateway: Gateway = app_services(request).gateway
-    return gateway
+    return gateway.releasing(work.release)
+
+
+async def get_platform_calls(request: Request, work: Work) -> PlatformCalls:
+    """The platform's own model calls, ending the request's transaction before each."""
+    calls: PlatformCalls = app_services(request).platform_calls
+    return calls.releasing(work.release)
 
 
 async def get_caller(principal: StandardAuth) -> Caller:
@@ -62,5 +71,6 @@ async def correlation_id(request: Request) -> str:
 
 
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+PlatformCallsDep = Annotated[PlatformCalls, Depends(get_platform_calls)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 CorrelationId = Annotated[str, Depends(correlation_id)]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from maestrale.config import Settings
+from maestrale.core.blobs import BlobStore
+from maestrale.core.db import Database
 from maestrale.gateway.capabilities import Capability
 from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
@@ -17,6 +20,23 @@ from maestrale.gateway.hooks import Caller
 Executor = Callable[
     [Gateway, Caller, dict[str, Any], str, str, Mapping[str, Any]], Awaitable[dict[str, Any]]
 ]
+
+
+class ExecutorServices(Protocol):
+    """What an executor that reads uploaded files or stores what it makes (a transcription, an
+    OCR) reads of the process's services."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def blobs(self) -> BlobStore: ...
+
+    @property
+    def gateway(self) -> Gateway: ...
+
+    @property
+    def settings(self) -> Settings: ...
 
 
 @dataclass(frozen=True, slots=True)

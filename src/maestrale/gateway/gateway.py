@@ -5,26 +5,30 @@ Every model call goes through it (endpoints, batch lines, conversation turns, ag
 judges, guardrails, OCR annotations), so that each is validated, limited and recorded the same
 way: `open` the call for a capability (which types its engine), validate the request against
 `call.spec`, `admit` it, then `run` it (or `stream` it), which accounts for it on success and on
-failure alike.
+failure alike. A gateway given its caller's `release` (`releasing`: a request's, a job step's)
+ends the caller's transaction before it opens, admits or runs a call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from maestrale.accounting.recorder import Recorder
-from maestrale.catalog.config import ModelSpec
+from maestrale.catalog.artifacts import ArtifactFormat
 from maestrale.catalog.repository import FineTunedModelRepository
 from maestrale.catalog.service import ModelNotFound
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, BadRequest, ServiceUnavailable
 from maestrale.core.fair import Share, current, reset_current, set_current
+from maestrale.core.uow import Release
 from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import (
     ChatChunk,
     ChatRequest,
@@ -39,6 +43,7 @@ from maestrale.gateway import accounting, streams
 from maestrale.gateway.call import (
     CLIENT_CLOSED,
     NOTHING,
+    Artifact,
     Call,
     Report,
     engine_failure,
@@ -81,24 +86,49 @@ class Gateway:
         self.hooks = list(hooks)
         # The local file of a fine-tuned model's artifact (fetched from the blob store).
         self.artifacts = artifacts
+        # The transaction owner's `release` (`releasing`); None: the caller holds none.
+        self.release: Release | None = None
 
-    async def _resolve(self, caller: Caller, name: str) -> tuple[ModelSpec, object, str]:
+    def releasing(self, release: Release) -> Gateway:
+        """This gateway for the owner of a unit of work (a request, a job's step): before it
+        opens, admits or runs a call it ends the owner's transaction (`release`), so that none
+        is open while the blob store, the limits or the engine answer (DESIGN §3), and no
+        caller has to remember to."""
+        view = copy.copy(self)
+        view.release = release
+        return view
+
+    async def _release_owner(self) -> None:
+        if self.release is not None:
+            await self.release()
+
+    async def _released(self, call: Call[E]) -> None:
+        await self._release_owner()
+        self.db.check_released(f"a call to model {call.model!r}")
+
+    async def _resolve(
+        self, caller: Caller, name: str
+    ) -> tuple[ModelSpec, object, str, Artifact | None]:
         resolved = self.registry.resolve(name)
         if resolved is not None:
-            return resolved.spec, resolved.engine, resolved.spec.upstream_model or resolved.spec.id
+            spec = resolved.spec
+            return spec, resolved.engine, spec.upstream_model or spec.id, None
         if name.startswith("ft:"):
             tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
-            async with self.db.sessionmaker() as session:
-                row = await FineTunedModelRepository(session, tenant).get(name)
+            async with self.db.transaction() as work:
+                row = await FineTunedModelRepository(work.session, tenant).get(name)
             if row is not None:
                 if row.archived:
                     raise BadRequest(f"model {name!r} is archived", code="model_archived")
                 base = self.registry.resolve(row.root)
                 if base is None:
                     raise ModelNotFound(f"the base model {row.root!r} of {name!r} is not served")
-                if row.artifact is None:
-                    return base.spec, base.engine, base.spec.upstream_model or row.root
-                return base.spec, base.engine, await self._artifact(name, row.artifact)
+                upstream = base.spec.upstream_model or row.root
+                if row.artifact is None or row.artifact_format is None:
+                    return base.spec, base.engine, upstream, None
+                path = await self._artifact(name, row.artifact)
+                artifact = Artifact(path, ArtifactFormat(row.artifact_format))
+                return base.spec, base.engine, upstream, artifact
         raise ModelNotFound(f"model {name!r} not found", param="model")
 
     async def _artifact(self, name: str, artifact: str) -> str:
@@ -122,8 +152,11 @@ class Gateway:
     ) -> Call[E]:
         """The call of `caller` to `model` (an id, an alias or a workspace's fine-tuned model)
         for `capability`: 404 `model_not_found` for an unknown model, 400 for an archived one
-        or one that does not serve the capability. Nothing is reserved or accounted yet."""
-        spec, engine, upstream = await self._resolve(caller, model)
+        or one that does not serve the capability. Nothing is reserved or accounted yet. The
+        owner's transaction is released first (`releasing`): a fine-tuned model's weights may
+        come from the blob store."""
+        await self._release_owner()
+        spec, engine, upstream, artifact = await self._resolve(caller, model)
         typed = capability.engine_of(engine)
         if typed is None or not spec.has(capability.catalog_name):
             raise ModelUnsupported(
@@ -131,13 +164,17 @@ class Gateway:
             )
         endpoint = capability.endpoint
         info = CallInfo(caller, spec, endpoint, 0)
-        return Call(caller, spec, typed, model, upstream, endpoint, correlation_id, source, info)
+        return Call(
+            caller, spec, typed, model, upstream, endpoint, correlation_id, source, info, artifact
+        )
 
     async def admit(self, call: Call[E], max_tokens_estimate: int) -> None:
         """Run every hook's `before_call` (limits) once the request is known to be valid; each
         hook's reservation is kept for its own `after_call`. A hook's refusal (its AppError:
-        429, spend limit...) hands back the reservations of the hooks before it, and is raised."""
+        429, spend limit...) hands back the reservations of the hooks before it, and is raised.
+        The owner's transaction is released first (`releasing`): the limits may be remote."""
         call.info = CallInfo(call.caller, call.spec, call.endpoint, max_tokens_estimate)
+        await self._released(call)
         with span("limits"):
             for hook in self.hooks:
                 try:
@@ -160,8 +197,9 @@ class Gateway:
         `report(result)` and status 200 on success; with the failure's status otherwise, an
         engine failure being raised as the client sees it (4xx kept, 504, else 502). Given
         `messages` (and the offered `tools`), the call is also recorded as a chat completion
-        event. No database connection may be held by the calling task."""
-        self.db.check_released(f"a call to model {call.model!r}")
+        event. The owner's transaction is released first (`releasing`): no database connection
+        may be held by the calling task."""
+        await self._released(call)
         started = time.perf_counter()
         shared = _share_of(call)
         try:
@@ -210,8 +248,8 @@ class Gateway:
         as the client sees it (4xx kept, 504, else 502), before any response is sent. The rest
         accounts for the call with `tally.report()` when it ends, fails (raised mapped) or is
         closed before its end (499): close it when done with it. `messages` and `tools` as for
-        `run`. No database connection may be held by the calling task."""
-        self.db.check_released(f"a call to model {call.model!r}")
+        `run`; released first as there."""
+        await self._released(call)
 
         async def account(status: int, report: Report) -> None:
             await accounting.account(self.recorder, call, status, report, messages, tools)
@@ -232,6 +270,7 @@ class Gateway:
     async def chat(self, call: Call[ChatEngine], request: ChatRequest) -> ChatResult:
         """Run a chat completion, recorded as a chat completion event."""
         request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
         return await self.run(
             call,
             lambda engine: engine.chat(request),
@@ -243,6 +282,7 @@ class Gateway:
     async def fim(self, call: Call[FimEngine], request: FimRequest) -> ChatResult:
         """Run a FIM completion, recorded as a chat completion event of its prompt."""
         request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
         messages = [{"role": "user", "content": request.prompt}]
         return await self.run(
             call, lambda engine: engine.fim(request), _chat_report, messages=messages
@@ -260,6 +300,7 @@ class Gateway:
     ) -> tuple[ChatChunk, AsyncGenerator[ChatChunk, None]]:
         """Start a streamed chat completion: its first chunk and the rest (see `stream`)."""
         request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
         first, rest = await self.stream(
             call,
             lambda engine: engine.chat_stream(request),
@@ -274,6 +315,7 @@ class Gateway:
     ) -> tuple[ChatChunk, AsyncGenerator[ChatChunk, None]]:
         """Start a streamed FIM completion: its first chunk and the rest (see `stream`)."""
         request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
         messages = [{"role": "user", "content": request.prompt}]
         first, rest = await self.stream(
             call, lambda engine: engine.fim_stream(request), ChatTally(), messages=messages

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from maestrale.catalog.config import ModelSpec
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import Usage
 
 

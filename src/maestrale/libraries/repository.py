@@ -1,4 +1,5 @@
-"""SQL of libraries and their sharings, scoped to what the caller may see (`access`).
+"""SQL of libraries and their sharings, scoped to what the caller may see (the rules of
+`access`, as SQL: `visible_to`, `owned_by`, `names_caller`).
 
 Writers that touch a library and its documents take the library's row first (an UPDATE of it),
 then the documents': uploads, document and library deletions all do, so that they serialise
@@ -12,14 +13,25 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    delete,
+    exists,
+    false,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.auth.tables import User, Workspace
 from maestrale.core.clock import utcnow
 from maestrale.core.pagination import keyset_after
-from maestrale.libraries.access import owned_by, visible_to
+from maestrale.libraries.access import ORG, OWNER, USER, WORKSPACE, best_role, owns
 from maestrale.libraries.tables import Library, LibraryDocument, LibrarySharing
 
 
@@ -31,6 +43,53 @@ def contains(column: Any, text: str) -> ColumnElement[bool]:
     """Case-insensitive substring match, the pattern's wildcards taken literally."""
     result: ColumnElement[bool] = column.ilike(f"%{like_escape(text)}%", escape="\\")
     return result
+
+
+def owned_by(tenant: Tenant) -> ColumnElement[bool]:
+    """The libraries the caller owns: its workspace's, and its user's in that workspace."""
+    mine: ColumnElement[bool] = (
+        and_(Library.owner_type == USER, Library.owner_id == tenant.user_id)
+        if tenant.user_id is not None
+        else false()
+    )
+    return and_(
+        Library.organization_id == tenant.organization_id,
+        Library.workspace_id == tenant.workspace_id,
+        or_(Library.owner_type == WORKSPACE, mine),
+    )
+
+
+def names_caller(tenant: Tenant) -> ColumnElement[bool]:
+    """The sharings that apply to the caller (of any library: callers add the library)."""
+    targets = [
+        and_(
+            LibrarySharing.share_with_type == WORKSPACE,
+            LibrarySharing.share_with_uuid == tenant.workspace_id,
+        ),
+        and_(
+            LibrarySharing.share_with_type == ORG,
+            LibrarySharing.share_with_uuid == tenant.organization_id,
+        ),
+    ]
+    if tenant.user_id is not None:
+        targets.append(
+            and_(
+                LibrarySharing.share_with_type == USER,
+                LibrarySharing.share_with_uuid == tenant.user_id,
+            )
+        )
+    return and_(LibrarySharing.organization_id == tenant.organization_id, or_(*targets))
+
+
+def visible_to(tenant: Tenant) -> ColumnElement[bool]:
+    """The libraries the caller may read: owned, or shared with it at any role."""
+    shared = exists().where(LibrarySharing.library_id == Library.id, names_caller(tenant))
+    return and_(Library.organization_id == tenant.organization_id, or_(owned_by(tenant), shared))
+
+
+def document_live() -> ColumnElement[bool]:
+    """Documents whose expiry has not passed (an expired one is gone, its removal pending)."""
+    return or_(LibraryDocument.expires_at.is_(None), LibraryDocument.expires_at > utcnow())
 
 
 class LibraryRepository:
@@ -45,6 +104,53 @@ class LibraryRepository:
         """A library the caller may read, or None."""
         found = await self.session.execute(self._visible().where(Library.id == library_id))
         return found.scalar_one_or_none()
+
+    async def of_workspace(self, library_id: str) -> Library | None:
+        """A library of the caller's workspace, whoever in it owns it (what the workspace's
+        background jobs read)."""
+        found = await self.session.execute(
+            select(Library).where(
+                Library.id == library_id, Library.workspace_id == self.tenant.workspace_id
+            )
+        )
+        return found.scalar_one_or_none()
+
+    async def role(self, library: Library) -> str | None:
+        """The caller's role on `library`: Owner, Editor, Viewer, or None (no access)."""
+        if library.organization_id != self.tenant.organization_id:
+            return None
+        if owns(self.tenant, library):
+            return OWNER
+        roles = await self.session.execute(
+            select(LibrarySharing.role).where(
+                LibrarySharing.library_id == library.id, names_caller(self.tenant)
+            )
+        )
+        return best_role(roles.scalars())
+
+    async def readable_ids(self, library_ids: Sequence[str]) -> list[str]:
+        """Those of `library_ids` the caller may read, in the order given (each once)."""
+        wanted = list(dict.fromkeys(i for i in library_ids if isinstance(i, str)))
+        if not wanted:
+            return []
+        found = await self.session.execute(
+            select(Library.id).where(Library.id.in_(wanted), visible_to(self.tenant))
+        )
+        readable = set(found.scalars())
+        return [library_id for library_id in wanted if library_id in readable]
+
+    async def document_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """`{document id: name}` of those of `ids` the caller may read (live documents of
+        readable libraries)."""
+        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        if not wanted:
+            return {}
+        found = await self.session.execute(
+            select(LibraryDocument.id, LibraryDocument.name)
+            .join(Library, Library.id == LibraryDocument.library_id)
+            .where(LibraryDocument.id.in_(wanted), document_live(), visible_to(self.tenant))
+        )
+        return {document_id: name for document_id, name in found.all()}
 
     async def page(
         self,

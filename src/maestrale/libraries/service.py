@@ -18,7 +18,7 @@ from maestrale.core.errors import BadRequest
 from maestrale.core.ids import new_id
 from maestrale.core.pagination import PageParams, decode_cursor, encode_cursor
 from maestrale.core.uow import AfterCommit
-from maestrale.libraries.access import EDITOR, OWNER, RANK, USER, WORKSPACE, role_of
+from maestrale.libraries.access import EDITOR, OWNER, RANK, USER, WORKSPACE
 from maestrale.libraries.errors import LibraryForbidden, LibraryNotFound
 from maestrale.libraries.repository import LibraryRepository
 from maestrale.libraries.schemas import (
@@ -81,7 +81,7 @@ class LibraryService:
         if row is None:
             raise LibraryNotFound(library_id)
         if role is not None:
-            have = await role_of(self.session, self.tenant, row)
+            have = await self.repo.role(row)
             if RANK.get(have or "", 0) < RANK[role]:
                 raise LibraryForbidden(
                     f"your access to library {row.id} ({have}) does not allow you to "

@@ -21,23 +21,25 @@ import time
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from maestrale.accounting.recorder import Recorder
+from maestrale.config import Settings
+from maestrale.core.blobs import BlobStore
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import AppError
 from maestrale.core.jobs.worker import JobContext, JobInterrupted, JobRegistry, describe_error
-from maestrale.core.uow import unit_of_work
+from maestrale.engines.registry import EngineRegistry
 from maestrale.libraries.documents import states, text
 from maestrale.libraries.documents.repository import WorkspaceDocuments
 from maestrale.libraries.documents.service import remove_document
 from maestrale.libraries.ingest.errors import Unreadable
 from maestrale.libraries.queueing import EXPIRE_KIND, PROCESS_KIND
+from maestrale.libraries.repository import LibraryRepository
 from maestrale.libraries.service import blob_remover
-from maestrale.libraries.tables import Library
 
 if TYPE_CHECKING:
     from maestrale.libraries.ingest.pipeline import Ingested
-    from maestrale.services import Services
 
 log = logging.getLogger("maestrale.libraries")
 
@@ -79,8 +81,25 @@ def permanent_reason(exc: BaseException) -> str | None:
     return None
 
 
+class LibraryServices(Protocol):
+    """What processing documents reads of the process's services: the settings and engines of
+    ingestion (its `EngineServices`), the blob store and the accounting recorder."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def engines(self) -> EngineRegistry: ...
+
+    @property
+    def blobs(self) -> BlobStore: ...
+
+    @property
+    def recorder(self) -> Recorder: ...
+
+
 class LibraryTasks:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: LibraryServices) -> None:
         self.services = services
 
     async def process(self, ctx: JobContext) -> dict[str, Any]:
@@ -107,7 +126,7 @@ class LibraryTasks:
             return {"status": states.ERROR, "reason": reason}
 
     async def _start(self, ctx: JobContext, document_id: str, generation: int) -> Started | None:
-        async with unit_of_work(ctx.db.sessionmaker) as work:
+        async with ctx.db.transaction() as work:
             documents = WorkspaceDocuments(work.session, ctx.tenant)
             claimed = await documents.claim(
                 document_id,
@@ -118,7 +137,7 @@ class LibraryTasks:
             row = await documents.current(document_id) if claimed else None
             if row is None:
                 return None
-            library = await work.session.get(Library, row.library_id)
+            library = await LibraryRepository(work.session, ctx.tenant).of_workspace(row.library_id)
             return Started(
                 document_id=row.id,
                 generation=generation,
@@ -164,7 +183,7 @@ class LibraryTasks:
         previous: str | None = None
         row = None
         try:
-            async with unit_of_work(ctx.db.sessionmaker) as work:
+            async with ctx.db.transaction() as work:
                 documents = WorkspaceDocuments(work.session, ctx.tenant)
                 current = await documents.claim(
                     started.document_id,
@@ -215,7 +234,7 @@ class LibraryTasks:
         from maestrale.libraries.index import delete_document
 
         previous: str | None = None
-        async with unit_of_work(ctx.db.sessionmaker) as work:
+        async with ctx.db.transaction() as work:
             documents = WorkspaceDocuments(work.session, ctx.tenant)
             claimed = await documents.claim(
                 started.document_id,
@@ -230,7 +249,7 @@ class LibraryTasks:
             row = await documents.current(started.document_id) if claimed else None
             if row is not None:
                 previous, row.text_key = row.text_key, None
-                await delete_document(work.session, started.document_id)
+                await delete_document(work.session, started.library_id, started.document_id)
                 await work.session.flush()
         if previous:
             await blob_remover(self.services.blobs, [previous])
@@ -269,7 +288,7 @@ class LibraryTasks:
         """Delete the document (chunks, row, then blobs) if its expiry has passed."""
         document_id = str(ctx.payload["document_id"])
         keys: list[str] | None = None
-        async with unit_of_work(ctx.db.sessionmaker) as work:
+        async with ctx.db.transaction() as work:
             row = await WorkspaceDocuments(work.session, ctx.tenant).current(document_id)
             if row is not None and row.expires_at is not None and row.expires_at <= utcnow():
                 keys = await remove_document(work.session, row)
@@ -278,7 +297,7 @@ class LibraryTasks:
         return {"deleted": keys is not None}
 
 
-def register(registry: JobRegistry, services: Services) -> None:
+def register(registry: JobRegistry, services: LibraryServices) -> None:
     tasks = LibraryTasks(services)
     # Reading (OCR included) has its own limit; embedding and indexing get as long again.
     timeout = max(3600.0, 2 * services.settings.library_extract_timeout_seconds)

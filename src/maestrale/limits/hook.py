@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.core.db import Database
 from maestrale.core.errors import ServiceUnavailable, TooManyRequests
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import Usage
 from maestrale.gateway.hooks import CallInfo
 from maestrale.limits.counters import CounterBackend, CounterCheck, Decision, RateCheck
@@ -203,10 +203,12 @@ class LimitsHook:
 
     async def _seed(self, seed: _Seed) -> float:
         """What a month counter starts from: the usage already recorded this month."""
-        async with self.db.sessionmaker() as session:
+        async with self.db.transaction() as work:
             if seed.kind == "cost":
-                return await LimitsRepository(session, seed.scope).cost_since(seed.since)
-            return float(await workspace_tokens_since(session, seed.scope, seed.models, seed.since))
+                return await LimitsRepository(work.session, seed.scope).cost_since(seed.since)
+            return float(
+                await workspace_tokens_since(work.session, seed.scope, seed.models, seed.since)
+            )
 
     def _refusal(
         self,

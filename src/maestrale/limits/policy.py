@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from maestrale.config.limits import LimitsConfig, ModelTokenLimits
 from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.db import Database
 from maestrale.core.refresh_cache import RefreshingCache
 from maestrale.limits.repository import LimitsRepository
-from maestrale.limits.settings import LimitsConfig, ModelTokenLimits
 from maestrale.limits.tables import ModelTokenLimit, OrganizationLimits
 
 
@@ -74,8 +74,8 @@ def combine(
 
 
 async def load_limits(db: Database, config: LimitsConfig, organization_id: str) -> EffectiveLimits:
-    async with db.sessionmaker() as session:
-        repo = LimitsRepository(session, organization_id)
+    async with db.transaction() as work:
+        repo = LimitsRepository(work.session, organization_id)
         return combine(config, await repo.overrides(), await repo.model_overrides())
 
 

@@ -43,19 +43,23 @@ class Limits:
     hook: LimitsHook
 
 
-def build_limits(settings: Settings, db: Database, redis: Any | None, hub: Any = None) -> Limits:
+def build_limits(
+    settings: Settings,
+    db: Database,
+    redis: Any | None,
+    hub_counters: CounterBackend | None = None,
+) -> Limits:
     """In-process counters on one node; Redis counters (one shared budget) when configured; the
-    hub's in-process counters for the processes of one `serve --workers` without Redis.
+    hub's in-process counters (`hub_counters`, which the composition root builds for the
+    processes of one `serve --workers`) without Redis.
 
     Any process whose gateway calls models (API replicas, standalone batch workers) should
     register `hook` so that every call counts against the same limits.
     """
     provider = LimitsProvider(db, settings.limits, settings.limits_cache_ttl)
     counters: CounterBackend
-    if redis is None and hub is not None:
-        from maestrale.processes.counters import HubCounters
-
-        counters = HubCounters(hub)
+    if redis is None and hub_counters is not None:
+        counters = hub_counters
     elif redis is None:
         counters = MemoryCounters(reservation_ttl=settings.limits_reservation_ttl)
     else:

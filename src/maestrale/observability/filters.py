@@ -27,11 +27,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement as Col
 
+from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.regex import PatternError, check_pattern
 from maestrale.core.validation import INT64_MAX, INT64_MIN
 from maestrale.observability.errors import bad_search
 from maestrale.observability.events.tables import TEXT_FTS
-from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.events.tables import ChatCompletionEventText as T
 from maestrale.observability.fields import FieldSpec, check_operator, resolve
 
@@ -62,7 +62,8 @@ def compile_scan(payload: FilterPayload | None, dialect: str) -> ColumnElement[b
     """On SQLite, for filters on the messages' text: the same filter checked event by event
     (each event's text read by its id), None otherwise. Walking the newest events that way
     fills a page at once while the text is common, when the full-text index would first list
-    every one of its (many) matches; a rare text is the index's case (see EventRepository)."""
+    every one of its (many) matches; a rare text is the index's case (see
+    ChatCompletionEventRepository)."""
     if dialect == "postgresql" or payload is None or payload.filters is None:
         return None
     compiler = _Compiler(dialect, scan=True)

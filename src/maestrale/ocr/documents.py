@@ -9,6 +9,7 @@ from typing import Literal
 from maestrale.core.blobs import BlobStore
 from maestrale.core.errors import BadRequest, PayloadTooLarge
 from maestrale.core.fetch import FetchPolicy, fetch_url
+from maestrale.core.uow import Release
 from maestrale.files.service import FileService
 from maestrale.ocr.schemas import DocumentURLChunk, FileChunk, OCRRequest
 
@@ -82,16 +83,21 @@ async def _read_file(
 
 
 async def load_document(
-    request: OCRRequest, policy: FetchPolicy, files: FileService, blobs: BlobStore
+    request: OCRRequest,
+    policy: FetchPolicy,
+    files: FileService,
+    blobs: BlobStore,
+    release: Release | None = None,
 ) -> Document:
     """The request's document; 400 for a refused or failed URL or a format that is not a PDF or
-    an image, 404 for an unknown file, 413 over the size limit."""
+    an image, 404 for an unknown file, 413 over the size limit. A URL is fetched once `release`
+    ended the caller's transaction."""
     document = request.document
     if isinstance(document, FileChunk):
         data, name = await _read_file(document.file_id, files, blobs, policy.max_bytes)
     else:
         url = document.document_url if isinstance(document, DocumentURLChunk) else document.url
-        fetched = await fetch_url(url, policy)
+        fetched = await fetch_url(url, policy, release)
         data = fetched.content
         name = (
             document.document_name

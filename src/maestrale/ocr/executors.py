@@ -8,17 +8,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.uow import unit_of_work
 from maestrale.core.validation import parse_body
 from maestrale.files.service import FileService
+from maestrale.gateway.executors import ExecutorServices
 from maestrale.gateway.hooks import Caller
 from maestrale.ocr.schemas import OCRRequest
 from maestrale.ocr.service import OcrContext, process
-from maestrale.services import Services
 
 
 async def run_ocr(
-    services: Services,
+    services: ExecutorServices,
     caller: Caller,
     body: dict[str, Any],
     correlation_id: str,
@@ -27,9 +26,9 @@ async def run_ocr(
 ) -> dict[str, Any]:
     request: OCRRequest = parse_body(OCRRequest, body)
     tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
-    async with unit_of_work(services.db.sessionmaker) as work:
+    async with services.db.transaction() as work:
         context = OcrContext(
-            gateway=services.gateway,
+            gateway=services.gateway.releasing(work.release),
             caller=caller,
             settings=services.settings,
             files=FileService(work.session, tenant, caller.key_id, services.blobs),

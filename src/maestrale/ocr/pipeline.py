@@ -96,7 +96,7 @@ class _Numbering:
         return extracted
 
 
-class Prepared:
+class OpenedDocument:
     """An opened document and the pages to process; `close()` frees it."""
 
     def __init__(self, document: Document, pdf_handle: Any, image: Any, indexes: list[int]):
@@ -132,11 +132,13 @@ def _open_image(data: bytes) -> Any:
     return image
 
 
-async def prepare(document: Document, pages: list[int] | str | None, max_pages: int) -> Prepared:
+async def prepare(
+    document: Document, pages: list[int] | str | None, max_pages: int
+) -> OpenedDocument:
     """Open the document and check the page selection (400, 413) before any work is done."""
     if document.kind == "image":
         image = await asyncio.to_thread(_open_image, document.data)
-        return Prepared(document, None, image, select_pages(pages, 1, max_pages))
+        return OpenedDocument(document, None, image, select_pages(pages, 1, max_pages))
     _, pdf = _imaging()
     try:
         handle = await asyncio.to_thread(pdf.open_pdf, document.data)
@@ -144,7 +146,7 @@ async def prepare(document: Document, pages: list[int] | str | None, max_pages: 
         raise InvalidDocument(
             f"the PDF cannot be read (damaged or encrypted): {exc}", param="document"
         ) from exc
-    prepared = Prepared(document, handle, None, [])
+    prepared = OpenedDocument(document, handle, None, [])
     try:
         count = await asyncio.to_thread(pdf.page_count, handle)
         prepared.indexes = select_pages(pages, count, max_pages)
@@ -176,7 +178,7 @@ def _image_fragments(images: list[ExtractedImage]) -> list[Fragment]:
     return fragments
 
 
-async def _image_page(engine: OcrEngine, prepared: Prepared) -> PageResult:
+async def _image_page(engine: OcrEngine, prepared: OpenedDocument) -> PageResult:
     image = prepared.image
     rgb = await asyncio.to_thread(image.convert, "RGB")
     lines = await engine.recognize(OcrImage(rgb, prepared.document.name))
@@ -186,7 +188,7 @@ async def _image_page(engine: OcrEngine, prepared: Prepared) -> PageResult:
 
 
 async def _pdf_page(
-    engine: OcrEngine, prepared: Prepared, index: int, numbering: _Numbering
+    engine: OcrEngine, prepared: OpenedDocument, index: int, numbering: _Numbering
 ) -> PageResult:
     _, pdf = _imaging()
     want_images = numbering.options.limit != 0
@@ -219,7 +221,7 @@ async def _pdf_page(
 
 
 async def recognise(
-    engine: OcrEngine, prepared: Prepared, options: ImageOptions
+    engine: OcrEngine, prepared: OpenedDocument, options: ImageOptions
 ) -> list[PageResult]:
     """Every selected page, in the order asked; engine failures raise `EngineError`."""
     if prepared.image is not None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.dependencies import Blobs
 from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.routing import Work, domain_router
-from maestrale.dependencies import app_services
 from maestrale.files.service import FileService
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.gateway.responses import json_response
@@ -27,6 +28,8 @@ async def ocr(
     gateway: GatewayDep,
     caller: CallerDep,
     correlation: CorrelationId,
+    settings: AppSettings,
+    blobs: Blobs,
 ) -> Response:
     """OCR of a document: a PDF or an image given as `document_url` (http(s) or data URL),
     `image_url`, or an uploaded file (`{"type": "file", "file_id": ...}`).
@@ -40,13 +43,12 @@ async def ocr(
 
     URLs are fetched with the server's fetch policy: loopback, private and link-local hosts are
     refused (400 `url_not_allowed`) unless allowed, within size (413) and time limits."""
-    services = app_services(request)
     context = OcrContext(
         gateway=gateway,
         caller=caller,
-        settings=services.settings,
-        files=FileService(work.session, Tenant.of(principal), principal.key_id, services.blobs),
-        blobs=services.blobs,
+        settings=settings,
+        files=FileService(work.session, Tenant.of(principal), principal.key_id, blobs),
+        blobs=blobs,
         correlation_id=correlation,
         release=work.release,
     )

@@ -8,13 +8,13 @@ with an uploaded file inlined as a data URL since the upstream cannot read it.
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from maestrale.config import Settings
 from maestrale.core.blobs import BlobStore
 from maestrale.core.errors import BadRequest
+from maestrale.core.uow import Release
 from maestrale.engines.ocr_types import OcrImage
 from maestrale.engines.protocols import OcrDocumentEngine, OcrEngine
 from maestrale.files.service import FileService
@@ -29,7 +29,7 @@ from maestrale.ocr.annotations import (
     check_format,
 )
 from maestrale.ocr.documents import Document, load_document
-from maestrale.ocr.pipeline import ImageOptions, PageResult, Prepared, prepare, recognise
+from maestrale.ocr.pipeline import ImageOptions, OpenedDocument, PageResult, prepare, recognise
 from maestrale.ocr.schemas import FileChunk, OCRRequest
 from maestrale.ocr.shapes import Shaper
 
@@ -44,8 +44,9 @@ class OcrContext:
     files: FileService
     blobs: BlobStore
     correlation_id: str
-    # Ends the request's transaction once the document is read: none is open while a model runs.
-    release: Callable[[], Awaitable[None]]
+    # Ends the request's transaction before a URL is fetched and once the document is read
+    # (the gateway, bound to the same unit of work, ends it before each model call).
+    release: Release
     source: str = "api"  # where the call comes from, for accounting ("batch" for a batch line)
 
 
@@ -66,8 +67,10 @@ async def process(ctx: OcrContext, request: OCRRequest) -> tuple[Call[OcrEngine]
     bbox_format = check_format(request.bbox_annotation_format, "bbox_annotation_format")
     if isinstance(call.engine, OcrDocumentEngine):
         return call, await _upstream(ctx, call, call.engine, request)
-    document = await load_document(request, ctx.settings.fetch_policy, ctx.files, ctx.blobs)
-    await ctx.release()
+    document = await load_document(
+        request, ctx.settings.fetch_policy, ctx.files, ctx.blobs, ctx.release
+    )
+    await ctx.release()  # no transaction open while the pages are prepared (CPU, off the loop)
     recognised = await _recognise(
         ctx, call, request, document, with_image_texts=bbox_format is not None
     )
@@ -108,7 +111,7 @@ async def _recognise(
 
 
 async def _pages(
-    engine: OcrEngine, prepared: Prepared, options: ImageOptions, *, with_image_texts: bool
+    engine: OcrEngine, prepared: OpenedDocument, options: ImageOptions, *, with_image_texts: bool
 ) -> _Recognised:
     pages = await recognise(engine, prepared, options)
     texts: list[list[str]] = []
@@ -181,7 +184,6 @@ async def _upstream(
             if document.kind == "pdf"
             else {"type": "image_url", "image_url": url}
         )
-    await ctx.release()
     await ctx.gateway.admit(call, 0)
     answer = await ctx.gateway.run(call, lambda _: engine.process_document(body), _upstream_report)
     answer["model"] = request.model

@@ -30,7 +30,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from maestrale.config import Settings, make_data_dir
-from maestrale.processes import frames
+from maestrale.hub import frames
 from maestrale.processes.server import run_server
 
 log = logging.getLogger("maestrale.supervisor")
@@ -144,7 +144,7 @@ class Supervisor:
             log.error("cannot listen on %s:%d: %s", settings.host, settings.port, exc)
             return 1
         host, port = self._sock.getsockname()[:2]
-        from maestrale.processes.hosting import open_hub
+        from maestrale.hub.hosting import open_hub
 
         async with open_hub(settings, self._hub_path), contextlib.AsyncExitStack() as stack:
             await self._start_temporal(stack)
@@ -247,9 +247,9 @@ class Supervisor:
 
 async def _first_start(settings: Settings) -> None:
     """Migrations and bootstrap, once for all the server processes."""
-    from maestrale.core.auth.bootstrap import first_start
     from maestrale.core.db import Database
     from maestrale.core.migrate import upgrade_async
+    from maestrale.services import first_start
 
     if settings.auto_migrate:
         await upgrade_async(settings.resolved_database_url)

@@ -15,15 +15,34 @@ from maestrale.core.auth.principal import Tenant
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
-    from maestrale.services import Services
+    from maestrale.core.blobs import BlobStore
+    from maestrale.core.db import Database
+    from maestrale.engines.registry import EngineRegistry
+
+
+class ToolServices(Protocol):
+    """What built-in tools read of the process's services: the settings, the database (their
+    own short transactions), blob storage (the files they make) and the engines (embeddings)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def blobs(self) -> BlobStore: ...
+
+    @property
+    def engines(self) -> EngineRegistry: ...
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who calls a built-in tool, with what configuration, and the process's services."""
+    """Who calls a built-in tool, with what configuration, and the services it reads."""
 
     tenant: Tenant
-    services: Services
+    services: ToolServices
     # The tool's entry in the target's tool list, as stored (`library_ids`, `tool_configuration`).
     entry: dict[str, Any] = field(default_factory=dict)
 
@@ -33,7 +52,7 @@ class BuiltinTool(Protocol):
 
     type: str  # the tool list's `type`, and the name of its tool.execution entries
 
-    def unavailable(self, services: Services) -> str | None:
+    def unavailable(self, settings: Settings) -> str | None:
         """Why this server cannot run the tool (a missing backend or setting, named so that an
         operator knows what to configure), or None when it can. Checked when a request offers
         the tool: a reason gives the request a 400 `tool_unavailable`."""
@@ -70,4 +89,12 @@ class PreparedTool(Protocol):
         ...
 
 
-__all__ = ["BuiltinTool", "CheckedTool", "PreparedTool", "ServerTool", "ToolContext", "ToolOutcome"]
+__all__ = [
+    "BuiltinTool",
+    "CheckedTool",
+    "PreparedTool",
+    "ServerTool",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolServices",
+]

@@ -18,8 +18,8 @@ from maestrale.core.errors import BadRequest, NotFound
 from maestrale.tools.base import ToolContext
 
 if TYPE_CHECKING:
+    from maestrale.config import Settings
     from maestrale.libraries.index import Hit
-    from maestrale.services import Services
 
 TYPE = "document_library"
 # Passages a search returns to the model, and the longest query it takes.
@@ -45,16 +45,16 @@ class DocumentLibrary:
 
     type = TYPE
 
-    def unavailable(self, services: Services) -> str | None:
+    def unavailable(self, settings: Settings) -> str | None:
         return None
 
     async def check(self, session: AsyncSession, tenant: Tenant, entry: dict[str, Any]) -> None:
         """Every library the entry names exists and the caller may read it (404 otherwise, as
         for any foreign id)."""
-        from maestrale.libraries.access import readable_library_ids
+        from maestrale.libraries.repository import LibraryRepository
 
         wanted = library_ids(entry)
-        readable = set(await readable_library_ids(session, tenant, wanted))
+        readable = set(await LibraryRepository(session, tenant).readable_ids(wanted))
         for library_id in wanted:
             if library_id not in readable:
                 raise NotFound(
@@ -81,30 +81,32 @@ class DocumentLibrary:
         )
 
     async def run(self, context: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
-        from maestrale.libraries.access import document_names, readable_library_ids
         from maestrale.libraries.index import search
         from maestrale.libraries.ingest.embedding import embed_query
+        from maestrale.libraries.repository import LibraryRepository
 
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return ToolOutcome("", error="`query` must be a non-empty string")
         query = query[:MAX_QUERY_CHARS]
         services, tenant = context.services, context.tenant
-        async with services.db.session() as session:
-            readable = await readable_library_ids(session, tenant, library_ids(context.entry))
+        async with services.db.transaction() as work:
+            libraries = LibraryRepository(work.session, tenant)
+            readable = await libraries.readable_ids(library_ids(context.entry))
         if not readable:
             return ToolOutcome("", error="none of the tool's libraries can be read any more")
         vector, model, _ = await embed_query(services, query)
-        async with services.db.session() as session:
+        async with services.db.transaction() as work:
             hits = await search(
-                session,
+                work.session,
                 library_ids=readable,
                 query=query,
                 vector=vector,
                 model=model,
                 limit=RESULTS,
             )
-            names = await document_names(session, tenant, [hit.document_id for hit in hits])
+            libraries = LibraryRepository(work.session, tenant)
+            names = await libraries.document_names([hit.document_id for hit in hits])
         return outcome(query, hits, names)
 
 

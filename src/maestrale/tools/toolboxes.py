@@ -9,26 +9,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from maestrale.conversations.server_tools import (
     ServerTool,
     ServerToolbox,
     ToolboxFactory,
     ToolOutcome,
+    ToolUnavailable,
 )
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.errors import BadRequest
-from maestrale.tools.base import BuiltinTool, CheckedTool, PreparedTool, ToolContext
+from maestrale.core.uow import UnitOfWork
+from maestrale.tools.base import (
+    BuiltinTool,
+    CheckedTool,
+    PreparedTool,
+    ToolContext,
+    ToolServices,
+)
 
 if TYPE_CHECKING:
-    from maestrale.services import Services
+    from maestrale.config import Settings
 
 log = logging.getLogger("maestrale.tools")
-
-
-class ToolUnavailable(BadRequest):
-    code = "tool_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class _Offered:
 class BuiltinToolbox:
     """The built-in tools of one request, run with the caller's tenant."""
 
-    def __init__(self, services: Services, tenant: Tenant) -> None:
+    def __init__(self, services: ToolServices, tenant: Tenant) -> None:
         self.services = services
         self.tenant = tenant
         self._tools: list[ServerTool] = []
@@ -66,7 +67,7 @@ class BuiltinToolboxes:
     """The ToolboxFactory of built-in tool types (`document_library`, `code_interpreter`,
     `web_search`, `web_search_premium`, `image_generation`)."""
 
-    def __init__(self, services: Services, tools: Mapping[str, BuiltinTool]) -> None:
+    def __init__(self, services: ToolServices, tools: Mapping[str, BuiltinTool]) -> None:
         self.services = services
         self.kinds = dict(tools)
 
@@ -77,7 +78,7 @@ class BuiltinToolboxes:
         return list(tools)  # built-in tools carry no secrets
 
     async def build(
-        self, session: AsyncSession, tenant: Tenant, tools: Sequence[dict[str, Any]]
+        self, work: UnitOfWork, tenant: Tenant, tools: Sequence[dict[str, Any]]
     ) -> ServerToolbox:
         """The toolbox of the built-in tools in `tools`; a 400 `tool_unavailable` naming what to
         configure for one this server cannot run (no search backend, no sandbox...)."""
@@ -89,13 +90,13 @@ class BuiltinToolboxes:
             if isinstance(tool, PreparedTool):
                 reason = await tool.prepare(self.services.settings)
             else:
-                reason = tool.unavailable(self.services)
+                reason = tool.unavailable(self.services.settings)
             if reason is not None:
                 raise ToolUnavailable(
                     f"tool type {tool.type!r} cannot run on this server: {reason}", param="tools"
                 )
             if isinstance(tool, CheckedTool):
-                await tool.check(session, tenant, entry)
+                await tool.check(work.session, tenant, entry)
             toolbox.add(tool, entry)
         return toolbox
 
@@ -138,16 +139,16 @@ class JoinedToolboxes:
         return sealed
 
     async def build(
-        self, session: AsyncSession, tenant: Tenant, tools: Sequence[dict[str, Any]]
+        self, work: UnitOfWork, tenant: Tenant, tools: Sequence[dict[str, Any]]
     ) -> ServerToolbox:
         boxes = []
         for factory in self.factories:
             if any(factory.handles(str(t.get("type", "function"))) for t in tools):
-                boxes.append(await factory.build(session, tenant, tools))
+                boxes.append(await factory.build(work, tenant, tools))
         return boxes[0] if len(boxes) == 1 else JoinedToolbox(boxes)
 
 
-def builtin_tools(services: Services) -> dict[str, BuiltinTool]:
+def builtin_tools(settings: Settings) -> dict[str, BuiltinTool]:
     """Every built-in tool type this server knows, by type (whether each can run here is its
     `unavailable`)."""
     from maestrale.tools.code import CodeInterpreter
@@ -160,6 +161,6 @@ def builtin_tools(services: Services) -> dict[str, BuiltinTool]:
         CodeInterpreter(),
         WebSearch(premium=False),
         WebSearch(premium=True),
-        ImageGeneration(services.settings.image_generation_sizes),
+        ImageGeneration(settings.image_generation_sizes),
     ]
     return {tool.type: tool for tool in tools}

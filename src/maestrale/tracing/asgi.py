@@ -19,9 +19,8 @@ from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from maestrale.core.middleware import route_of
 from maestrale.tracing.provider import Tracing
-from maestrale.tracing.spans import active
+from maestrale.tracing.spans import active, route_of
 
 Headers = Sequence[tuple[bytes, bytes]]
 _UNMATCHED = "<unmatched>"

@@ -16,6 +16,8 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from starlette.types import Scope
+
 if TYPE_CHECKING:
     from maestrale.tracing.provider import Tracing
 
@@ -140,3 +142,15 @@ def inject(headers: MutableMapping[str, str]) -> None:
     tracing = active.get()
     if tracing is not None:
         tracing.inject(headers)
+
+
+def route_of(scope: Scope) -> str:
+    """The matched route's template (bounded label cardinality), with its router prefixes: the
+    name of a request's span, and a label of its metrics and of the roles' rules.
+
+    FastAPI keeps the prefixed template of an included route in its own scope entry; the route
+    object itself only knows the path it was declared with.
+    """
+    context = scope.get("fastapi", {}).get("effective_route_context")
+    path = getattr(context, "path", None) or getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else "<unmatched>"

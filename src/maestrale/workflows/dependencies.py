@@ -1,5 +1,6 @@
 """The workflows services a handler is given: built from the request's unit of work, the caller's
-workspace and the process's Temporal engine."""
+workspace and the process's Temporal engine (a view of it that ends the request's transaction
+before each call to Temporal)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
+from maestrale.config import Settings
+from maestrale.config.dependencies import AppSettings
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.db import Database
+from maestrale.core.dependencies import Db
 from maestrale.core.routing import Work
-from maestrale.dependencies import app_services
+from maestrale.core.uow import UnitOfWork
 from maestrale.workflows.errors import engine_failed
 from maestrale.workflows.executions.service import ExecutionService, ExecutionSettings
 from maestrale.workflows.registry.service import RegistryService
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def temporal_engine(request: Request) -> TemporalEngine:
-    engine = app_services(request).workflows
+    engine: TemporalEngine | None = app_services(request).workflows
     if engine is None:
         raise engine_failed(
             "workflows are off: no Temporal address is configured and the embedded Temporal"
@@ -33,16 +39,16 @@ def temporal_engine(request: Request) -> TemporalEngine:
 
 
 async def registry_service(
-    request: Request, work: Work, principal: StandardAuth
+    work: Work, principal: StandardAuth, settings: AppSettings
 ) -> RegistryService:
-    settings = app_services(request).settings
     return RegistryService.of(
         work.session, Tenant.of(principal), settings.workflow_worker_liveness_seconds
     )
 
 
-async def worker_service(request: Request, work: Work, principal: StandardAuth) -> WorkerService:
-    settings = app_services(request).settings
+async def worker_service(
+    work: Work, principal: StandardAuth, settings: AppSettings
+) -> WorkerService:
     return WorkerService(work, Tenant.of(principal), settings.workflow_worker_liveness_seconds)
 
 
@@ -51,8 +57,14 @@ def workspace_engine(request: Request, tenant: Tenant) -> TemporalEngine:
     return temporal_engine(request).for_workspace(tenant.workspace_id)
 
 
-def execution_settings(request: Request, engine: TemporalEngine) -> ExecutionSettings:
-    settings = app_services(request).settings
+def request_engine(
+    request: Request, tenant: Tenant, work: UnitOfWork, db: Database
+) -> TemporalEngine:
+    """The workspace's engine, ending the request's transaction before each call to Temporal."""
+    return workspace_engine(request, tenant).releasing(work.release, db)
+
+
+def execution_settings(settings: Settings, engine: TemporalEngine) -> ExecutionSettings:
     return ExecutionSettings(
         namespace=engine.namespace,
         wait_seconds=settings.workflow_wait_seconds,
@@ -62,26 +74,26 @@ def execution_settings(request: Request, engine: TemporalEngine) -> ExecutionSet
 
 
 async def execution_service(
-    request: Request, work: Work, principal: StandardAuth
+    request: Request, work: Work, principal: StandardAuth, settings: AppSettings, db: Db
 ) -> ExecutionService:
     tenant = Tenant.of(principal)
-    engine = workspace_engine(request, tenant)
+    engine = request_engine(request, tenant, work, db)
     return ExecutionService(
-        work, tenant, engine, execution_settings(request, engine), user_id=principal.user_id
+        work, tenant, engine, execution_settings(settings, engine), user_id=principal.user_id
     )
 
 
 async def schedule_service(
-    request: Request, work: Work, principal: StandardAuth
+    request: Request, work: Work, principal: StandardAuth, settings: AppSettings, db: Db
 ) -> ScheduleService:
     # Imported here: schedules build `temporalio` objects, and the app must import without the
     # [workflows] extra (the routes then answer 503).
     from maestrale.workflows.schedules.service import ScheduleService
 
     tenant = Tenant.of(principal)
-    engine = workspace_engine(request, tenant)
+    engine = request_engine(request, tenant, work, db)
     return ScheduleService(
-        work, tenant, engine, execution_settings(request, engine), user_id=principal.user_id
+        work, tenant, engine, execution_settings(settings, engine), user_id=principal.user_id
     )
 
 

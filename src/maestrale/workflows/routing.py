@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from maestrale.core.errors import AppError
@@ -58,3 +59,28 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def workflows_router(**kwargs: object) -> APIRouter:
     return group_router(render, WorkflowErrorOut, ERROR_RESPONSES, **kwargs)
+
+
+def _specificity(route: APIRoute) -> tuple[tuple[bool, ...], str, tuple[str, ...]]:
+    """At the first segment where two paths differ, a fixed one sorts before a parameter; the
+    path and the methods break ties, so the order depends on the routes alone."""
+    parameters = tuple("{" in segment for segment in route.path.split("/"))
+    return parameters, route.path, tuple(sorted(route.methods or ()))
+
+
+def assemble(*routers: APIRouter) -> APIRouter:
+    """One router of the routes of `routers`, most specific first, in the same order whatever
+    the order of `routers`. Starlette takes the first route that matches, and a parameter
+    matches any segment: `/workflows/{workflow_identifier}` would otherwise take
+    `/workflows/runs` or `/workflows/archive` if it came first. Two paths of different depths
+    never match the same URL (a `:path` parameter, which could, is refused), so segments decide
+    alone. The routes are the group's own, not included routers: FastAPI matches an included
+    router's routes in place, where no order across them would hold."""
+    routes: list[APIRoute] = []
+    for sub in routers:
+        for route in sub.routes:
+            if not isinstance(route, APIRoute) or ":path}" in route.path:
+                raise TypeError(f"{route!r}: only plain routes can be ordered by their segments")
+            routes.append(route)
+    routes.sort(key=_specificity)
+    return APIRouter(routes=[*routes])

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.openai_compat import OpenAICompatEngine, create_engine
+from maestrale.engines.specs import ModelSpec
 from tests.engines.openai_compat.support import Stub, start_stub, stop_stub
 
 MakeEngine = Callable[..., OpenAICompatEngine]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.openai_compat import OpenAICompatEngine, create_engine
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import CatalogError, ModelSpec
 from tests.engines.openai_compat.conftest import MakeEngine
 from tests.engines.openai_compat.support import Stub, chat_request, collect, new_tag
 

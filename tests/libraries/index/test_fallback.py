@@ -95,7 +95,7 @@ async def test_the_extension_catches_up_with_what_was_written_without_it(
         # Written without the extension: not in its table yet.
         await put(session, library, doc_b, texts[20:], vectors[20:])
         # Deleted without it: the vec0 rows of doc_a stay behind.
-        await index.delete_document(session, doc_a)
+        await index.delete_document(session, library, doc_a)
     table = f"library_chunk_vectors_{DIM}"
     async with vec.begin() as session:
         assert (await session.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one() == 20
@@ -118,14 +118,16 @@ async def test_postgres_without_pgvector_scans_exactly_and_says_so(
         pytest.skip("Postgres only")
     capability._warn_exact_scan.cache_clear()
     with caplog.at_level(logging.WARNING, logger="maestrale.libraries.index"):
-        async with db.session() as session:
+        async with db.transaction() as work:
             installed = (
-                await session.execute(text("SELECT 1 FROM pg_extension WHERE extname = 'vector'"))
+                await work.session.execute(
+                    text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+                )
             ).first()
             if installed:
                 pytest.skip("pgvector is installed here")
-            assert await index.vector_backend(session) is index.VectorBackend.EXACT
-            assert await index.vector_backend(session) is index.VectorBackend.EXACT
+            assert await index.vector_backend(work.session) is index.VectorBackend.EXACT
+            assert await index.vector_backend(work.session) is index.VectorBackend.EXACT
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert warnings[0].startswith("pgvector is not installed: vector search")

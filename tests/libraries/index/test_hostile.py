@@ -12,7 +12,7 @@ from maestrale.libraries.index.keyword import MAX_TERMS, terms
 from tests.libraries.index.helpers import MODEL, put, unit
 
 # Postgres' own keyword search (tsquery, ANALYZE's frequent lexemes) on hostile and edge queries.
-pytestmark = pytest.mark.both_databases()
+pytestmark = pytest.mark.both_databases("maestrale.libraries.index.keyword_repository")
 
 HOSTILE = [
     "",
@@ -49,25 +49,30 @@ async def test_a_hostile_query_never_raises(db: Database, query: str) -> None:
     library = new_id()
     vectors = unit(rng, 3)
     texts = ["column filter text", "naïve façade word", "the minus and plus signs"]
-    async with db.session() as session:
-        await put(session, library, new_id(), texts, vectors)
-    async with db.session() as session:
+    async with db.transaction() as work:
+        await put(work.session, library, new_id(), texts, vectors)
+    async with db.transaction() as work:
         hits = await index.search(
-            session, library_ids=[library], query=query, vector=vectors[0], model=MODEL, limit=2
+            work.session,
+            library_ids=[library],
+            query=query,
+            vector=vectors[0],
+            model=MODEL,
+            limit=2,
         )
         # The vector side answers whatever the text (whose words may rank another chunk first).
         assert texts[0] in {hit.text for hit in hits}
         await index.search(
-            session, library_ids=[library], query=query, vector=None, model=MODEL, limit=3
+            work.session, library_ids=[library], query=query, vector=None, model=MODEL, limit=3
         )
 
 
 async def test_hostile_words_still_find_what_they_name(db: Database) -> None:
     library = new_id()
     texts = ["column filter text", "naïve façade word", "the minus and plus signs"]
-    async with db.session() as session:
-        await put(session, library, new_id(), texts, unit(np.random.default_rng(2), 3))
-    async with db.session() as session:
+    async with db.transaction() as work:
+        await put(work.session, library, new_id(), texts, unit(np.random.default_rng(2), 3))
+    async with db.transaction() as work:
         for query, expected in (
             ("text : column filter", texts[0]),
             ('"naïve', texts[1]),
@@ -75,7 +80,7 @@ async def test_hostile_words_still_find_what_they_name(db: Database) -> None:
             ("NEAR(filter", texts[0]),
         ):
             hits = await index.search(
-                session, library_ids=[library], query=query, vector=None, model=MODEL, limit=1
+                work.session, library_ids=[library], query=query, vector=None, model=MODEL, limit=1
             )
             assert [hit.text for hit in hits] == [expected], query
 
@@ -92,13 +97,15 @@ async def test_odd_library_ids_neither_raise_nor_leak(db: Database) -> None:
     rng = np.random.default_rng(3)
     odd = ['quo"te', "---", "two words", "OR", "a-b", "ab"]
     vectors = unit(rng, len(odd))
-    async with db.session() as session:
+    async with db.transaction() as work:
         for library, vector in zip(odd, vectors, strict=True):
-            await put(session, library, new_id(), [f"shared words of {library}"], vector[None, :])
-    async with db.session() as session:
+            await put(
+                work.session, library, new_id(), [f"shared words of {library}"], vector[None, :]
+            )
+    async with db.transaction() as work:
         for library, vector in zip(odd, vectors, strict=True):
             hits = await index.search(
-                session,
+                work.session,
                 library_ids=[library],
                 query="shared words",
                 vector=vector,
@@ -107,7 +114,7 @@ async def test_odd_library_ids_neither_raise_nor_leak(db: Database) -> None:
             )
             assert [hit.library_id for hit in hits] == [library]
             hits = await index.search(
-                session,
+                work.session,
                 library_ids=[library],
                 query="shared words",
                 vector=None,
@@ -121,16 +128,26 @@ async def test_hostile_library_ids_and_models_find_nothing(db: Database) -> None
     rng = np.random.default_rng(4)
     library = new_id()
     vectors = unit(rng, 1)
-    async with db.session() as session:
-        await put(session, library, new_id(), ["some words"], vectors)
-    async with db.session() as session:
+    async with db.transaction() as work:
+        await put(work.session, library, new_id(), ["some words"], vectors)
+    async with db.transaction() as work:
         for ids in (["nul\x00"], ["\ud800"], ["x" * 10_000], [""], [library + "\x00"]):
             hits = await index.search(
-                session, library_ids=ids, query="words", vector=vectors[0], model=MODEL, limit=5
+                work.session,
+                library_ids=ids,
+                query="words",
+                vector=vectors[0],
+                model=MODEL,
+                limit=5,
             )
             assert hits == []
         for model in ("nul\x00", "\udfff", "m" * 1000, ""):
             hits = await index.search(
-                session, library_ids=[library], query="", vector=vectors[0], model=model, limit=5
+                work.session,
+                library_ids=[library],
+                query="",
+                vector=vectors[0],
+                model=model,
+                limit=5,
             )
             assert hits == []

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from maestrale.catalog.config import ModelSpec, load_catalog
 from maestrale.config import Settings
 from maestrale.engines.registry import EngineRegistry, ResolvedModel
+from maestrale.engines.specs import ModelSpec, load_catalog
 
 
 @dataclass

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.config import Settings
 from maestrale.engines.registry import EngineRegistry
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError, Usage
 from maestrale.libraries.ingest import embedding
 from maestrale.libraries.ingest.embedding import embed, embed_query, embedding_model

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from maestrale.conversations.server_tools import ToolUnavailable
 from maestrale.core.auth.principal import Tenant
 from maestrale.services import Services
 from maestrale.tools.code import CodeInterpreter
-from maestrale.tools.toolboxes import BuiltinToolboxes, ToolUnavailable
+from maestrale.tools.toolboxes import BuiltinToolboxes
 from tests.tools.code.support import context, requires_bwrap
 
 
@@ -46,7 +47,7 @@ def fake_bwrap(directory: Path, script: str) -> str:
 
 
 def reason(services: Services, tenant: Tenant, **settings: object) -> str | None:
-    return CodeInterpreter().unavailable(context(services, tenant, **settings).services)
+    return CodeInterpreter().unavailable(context(services, tenant, **settings).services.settings)
 
 
 async def test_a_missing_bwrap_is_named(services: Services, tenant: Tenant) -> None:
@@ -89,16 +90,16 @@ async def test_an_unavailable_sandbox_refuses_the_request(
 ) -> None:
     changed = context(services, tenant, code_interpreter_bwrap="/nonexistent/bwrap").services
     factory = BuiltinToolboxes(changed, {"code_interpreter": CodeInterpreter()})
-    async with services.db.session() as session:
+    async with services.db.transaction() as work:
         with pytest.raises(ToolUnavailable) as raised:
-            await factory.build(session, tenant, [{"type": "code_interpreter"}])
+            await factory.build(work, tenant, [{"type": "code_interpreter"}])
     assert "bubblewrap" in raised.value.message
 
 
 @requires_bwrap
 async def test_the_tool_is_offered_where_bwrap_works(services: Services, tenant: Tenant) -> None:
     tool = CodeInterpreter()
-    assert tool.unavailable(context(services, tenant).services) is None
+    assert tool.unavailable(context(services, tenant).services.settings) is None
     offered = tool.offer({"type": "code_interpreter"})
     assert offered.name == "code_interpreter"
     assert offered.parameters["required"] == ["code"]

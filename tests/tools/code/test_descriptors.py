@@ -23,8 +23,8 @@ import pytest
 import uvloop
 
 from maestrale.tools.code.bwrap import find_bwrap
+from maestrale.tools.code.python_runtime import find_runtime
 from maestrale.tools.code.runner import Limits, RunResult, Sandbox
-from maestrale.tools.code.runtime import find_runtime
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server, stop_server
 from tests.tools.code.support import requires_bwrap

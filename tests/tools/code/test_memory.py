@@ -19,8 +19,8 @@ import pytest
 
 from maestrale.tools.code.bwrap import find_bwrap
 from maestrale.tools.code.cgroups import PREFIX
+from maestrale.tools.code.python_runtime import find_runtime
 from maestrale.tools.code.runner import Limits, RunResult, Sandbox
-from maestrale.tools.code.runtime import find_runtime
 from tests.tools.code.support import requires_bwrap
 
 pytestmark = requires_bwrap

@@ -11,8 +11,8 @@ import pytest
 
 from maestrale.tools.code import launcher
 from maestrale.tools.code.bwrap import parse_version
+from maestrale.tools.code.python_runtime import RuntimeNotFound, _Mounts
 from maestrale.tools.code.runner import Limits, _parse_report
-from maestrale.tools.code.runtime import RuntimeNotFound, _Mounts
 
 
 def test_links_on_the_way_are_recreated_and_real_paths_bound(tmp_path: Path) -> None:

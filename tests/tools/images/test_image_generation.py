@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
+from maestrale.conversations.server_tools import ToolUnavailable
 from maestrale.core.auth.principal import Tenant
 from maestrale.services import Services
 from maestrale.tools.images import ImageGeneration
-from maestrale.tools.toolboxes import BuiltinToolboxes, ToolUnavailable
+from maestrale.tools.toolboxes import BuiltinToolboxes
 from tests.support.app_fixtures import TenantKey, make_client
 from tests.support.mcp_servers import serve_asgi
 from tests.tools.images.images_server import ImagesProbe, images_app, png
@@ -74,7 +75,9 @@ async def test_the_missing_configuration_is_named(
     tool = ImageGeneration()
 
     def reason(**settings: Any) -> str | None:
-        return tool.unavailable(tool_context(services, tenant, tool.type, **settings).services)
+        return tool.unavailable(
+            tool_context(services, tenant, tool.type, **settings).services.settings
+        )
 
     unset = reason()
     assert unset is not None
@@ -93,9 +96,9 @@ async def test_the_missing_configuration_is_named(
     outcome = await generate(services, tenant, {"prompt": "a cat"})
     assert outcome.error == unset
     toolboxes = BuiltinToolboxes(services, {tool.type: tool})
-    async with services.db.session() as session:
+    async with services.db.transaction() as work:
         with pytest.raises(ToolUnavailable) as raised:
-            await toolboxes.build(session, tenant, [{"type": "image_generation"}])
+            await toolboxes.build(work, tenant, [{"type": "image_generation"}])
     assert raised.value.status_code == 400
     assert "MAESTRALE_IMAGE_GENERATION_URL" in raised.value.message
 

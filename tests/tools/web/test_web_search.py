@@ -41,11 +41,11 @@ async def search(
 
 async def test_unavailable_without_a_backend(services: Services, tenant: Tenant) -> None:
     for tool in (WebSearch(), WebSearch(premium=True)):
-        reason = tool.unavailable(services)
+        reason = tool.unavailable(services.settings)
         assert reason is not None
         assert "MAESTRALE_WEB_SEARCH_URL" in reason
         context = tool_context(services, tenant, tool.type, web_search_url="http://x.test")
-        assert tool.unavailable(context.services) is None
+        assert tool.unavailable(context.services.settings) is None
     outcome = await search(services, tenant, "anything")
     assert outcome.error is not None
     assert "MAESTRALE_WEB_SEARCH_URL" in outcome.error

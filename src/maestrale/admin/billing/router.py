@@ -9,8 +9,8 @@ from fastapi import Depends, Query
 from maestrale.admin.billing.schemas import RateLimitsOut, SpendLimitIn, SpendLimitOut, UsageOut
 from maestrale.admin.billing.service import BillingService
 from maestrale.admin.context import Admin
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.routing import domain_router
-from maestrale.dependencies import AppSettings
 from maestrale.engines.dependencies import Engines
 
 router = domain_router()

@@ -26,14 +26,14 @@ from maestrale.admin.billing.schemas import (
     UsageOut,
 )
 from maestrale.admin.context import AdminContext
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
+from maestrale.config.limits import LimitsConfig
 from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.clock import iso, utcnow
 from maestrale.core.errors import NotFound
 from maestrale.engines.registry import EngineRegistry
 from maestrale.limits.policy import EffectiveLimits, combine, month_start, next_month
 from maestrale.limits.repository import LimitsRepository
-from maestrale.limits.settings import LimitsConfig
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 # Endpoint of a usage record → usage category of the report.
@@ -119,7 +119,7 @@ class BillingService:
         self.registry = registry
         self.repo = BillingRepository(ctx.session, ctx.organization_id)
         self.limits = LimitsRepository(ctx.session, ctx.organization_id)
-        self.workspaces = WorkspaceRepository(ctx.session, ctx.organization_id)
+        self.workspaces = WorkspaceAdminRepository(ctx.session, ctx.organization_id)
 
     async def effective_limits(self) -> EffectiveLimits:
         """The configured limits with the organization's overrides."""

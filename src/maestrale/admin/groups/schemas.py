@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 from maestrale.admin.role_fields import WorkspaceRoleFields
 
 
@@ -62,13 +62,13 @@ class ProvisionIn(BaseModel):
     user_group_uuid: str = Field(min_length=1, max_length=36)
     workspace_uuid: str = Field(min_length=1, max_length=36)
     workspace_role: str | None = None
-    workspace_role_name: R.WorkspaceRoleName | None = None
+    workspace_role_name: role_catalog.WorkspaceRoleName | None = None
 
     @field_validator("workspace_role")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
         if value is not None:
-            R.check_known(R.WORKSPACE, [value], "workspace")
+            role_catalog.check_known(role_catalog.WORKSPACE, [value], "workspace")
         return value
 
     @model_validator(mode="after")
@@ -81,7 +81,7 @@ class ProvisionIn(BaseModel):
 
     def resolved_role(self) -> str:
         value = self.workspace_role_name or self.workspace_role
-        return R.WORKSPACE.name_of(value) if value else R.WS_DEFAULT
+        return role_catalog.WORKSPACE.name_of(value) if value else role_catalog.WS_DEFAULT
 
 
 class AssignmentIn(WorkspaceRoleFields):
@@ -119,5 +119,5 @@ class OrganizationRoleIn(BaseModel):
     @field_validator("organization_role")
     @classmethod
     def _known(cls, value: str) -> str:
-        R.check_known(R.ORG, [value], "organization")
+        role_catalog.check_known(role_catalog.ORG, [value], "organization")
         return value

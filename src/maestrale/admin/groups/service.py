@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 from maestrale.admin.context import AdminContext
 from maestrale.admin.groups.repository import GroupRepository
 from maestrale.admin.groups.schemas import (
@@ -32,7 +32,7 @@ from maestrale.admin.groups.schemas import (
 from maestrale.admin.groups.tables import UserGroup, UserGroupWorkspace
 from maestrale.admin.membership import Memberships
 from maestrale.admin.users.repository import UserRepository
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.core.auth.tables import User, Workspace
 from maestrale.core.clock import iso
 from maestrale.core.errors import Conflict, NotFound
@@ -56,8 +56,8 @@ def _snapshot(group: UserGroup) -> dict[str, Any]:
 
 
 def assignment_out(row: UserGroupWorkspace, ws: Workspace) -> AssignmentOut:
-    names = R.WORKSPACE.names(row.roles or [R.WS_DEFAULT])
-    refs = [RoleRef(name=n, uuid=R.WORKSPACE.uuid_of(n) or n) for n in names]
+    names = role_catalog.WORKSPACE.names(row.roles or [role_catalog.WS_DEFAULT])
+    refs = [RoleRef(name=n, uuid=role_catalog.WORKSPACE.uuid_of(n) or n) for n in names]
     return AssignmentOut(
         created=iso(row.created_at) or "",
         role_name=refs[0].name if refs else None,
@@ -84,7 +84,7 @@ class GroupService:
         self.ctx = ctx
         self.repo = GroupRepository(ctx.session, ctx.organization_id)
         self.users = UserRepository(ctx.session, ctx.organization_id)
-        self.workspaces = WorkspaceRepository(ctx.session, ctx.organization_id)
+        self.workspaces = WorkspaceAdminRepository(ctx.session, ctx.organization_id)
         self.memberships = Memberships(self.workspaces)
 
     async def _group(self, group_id: str) -> UserGroup:
@@ -137,7 +137,7 @@ class GroupService:
         if not role:
             return
         for user in users:
-            current = R.ORG.names(user.roles or [R.ORG_DEFAULT])
+            current = role_catalog.ORG.names(user.roles or [role_catalog.ORG_DEFAULT])
             if role not in current:
                 user.roles = [*current, role]
         await self.users.flush()
@@ -228,7 +228,7 @@ class GroupService:
             await self.repo.add_member(group.id, user_id)
         for row, ws in await self.repo.assignments(group.id):
             if ws.archived_at is None:
-                await self._provision_members(new, ws.id, row.roles or [R.WS_DEFAULT])
+                await self._provision_members(new, ws.id, row.roles or [role_catalog.WS_DEFAULT])
         await self._grant_org_role([users[u] for u in new], group.organization_role)
         if new:
             self.ctx.audit(
@@ -254,8 +254,8 @@ class GroupService:
         before = None if row is None else {"roles": list(row.roles or [])}
         if row is None:
             row = UserGroupWorkspace(group_id=group.id, workspace_id=ws.id, roles=[role])
-        elif role not in R.WORKSPACE.names(row.roles or []):
-            row.roles = [*R.WORKSPACE.names(row.roles or []), role]
+        elif role not in role_catalog.WORKSPACE.names(row.roles or []):
+            row.roles = [*role_catalog.WORKSPACE.names(row.roles or []), role]
         await self.repo.add(row)
         await self._provision_members(await self.repo.member_ids(group.id), ws.id, [role])
         self.ctx.audit(
@@ -282,7 +282,7 @@ class GroupService:
         ws = await self._live_workspace(body.workspace_uuid)
         if await self.repo.assignment(group.id, ws.id) is not None:
             raise _already_assigned()
-        roles = body.resolved_roles() or [R.WS_DEFAULT]
+        roles = body.resolved_roles() or [role_catalog.WS_DEFAULT]
         row = UserGroupWorkspace(group_id=group.id, workspace_id=ws.id, roles=roles)
         try:
             await self.repo.add(row)
@@ -310,7 +310,7 @@ class GroupService:
         if roles is None:
             return
         before = {"workspace_id": ws.id, "roles": list(row.roles or [])}
-        row.roles = roles or [R.WS_DEFAULT]
+        row.roles = roles or [role_catalog.WS_DEFAULT]
         await self.repo.flush()
         if ws.archived_at is None:
             await self._provision_members(await self.repo.member_ids(group.id), ws.id, row.roles)
@@ -337,7 +337,7 @@ class GroupService:
         """Set the group's organization role; its members (now and later) get that role."""
         group = await self._group(group_id)
         before = {"organization_role": group.organization_role}
-        group.organization_role = R.ORG.name_of(role)
+        group.organization_role = role_catalog.ORG.name_of(role)
         members = await self.users.users_by_ids(await self.repo.member_ids(group.id))
         await self._grant_org_role(list(members.values()), group.organization_role)
         self.ctx.audit(

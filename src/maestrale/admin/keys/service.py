@@ -10,7 +10,7 @@ from maestrale.admin.context import AdminContext
 from maestrale.admin.keys.repository import StandardKeyRepository
 from maestrale.admin.keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut
 from maestrale.admin.users.repository import UserRepository
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.auth.tables import ApiKey
@@ -55,7 +55,7 @@ class KeyService:
         self.ctx = ctx
         self.repo = StandardKeyRepository(ctx.session, ctx.organization_id)
         self.users = UserRepository(ctx.session, ctx.organization_id)
-        self.workspaces = WorkspaceRepository(ctx.session, ctx.organization_id)
+        self.workspaces = WorkspaceAdminRepository(ctx.session, ctx.organization_id)
 
     async def list_keys(self, limit: int | None, offset: int) -> list[ApiKeyOut]:
         rows = await self.repo.standard_keys(offset, limit)

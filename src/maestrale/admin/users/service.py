@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 from maestrale.admin.context import AdminContext
 from maestrale.admin.keys.repository import StandardKeyRepository
 from maestrale.admin.membership import Memberships
@@ -33,7 +33,7 @@ from maestrale.admin.users.schemas import (
     UserUpdate,
 )
 from maestrale.admin.users.tables import Invitation
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.core.auth.invalidation import Invalidation
 from maestrale.core.auth.tables import User, Workspace, WorkspaceMember
 from maestrale.core.clock import iso, utcnow
@@ -53,7 +53,7 @@ def split_emails(value: str) -> list[str]:
 
 
 def org_roles(user: User) -> list[str]:
-    return R.ORG.names(user.roles or [R.ORG_DEFAULT])
+    return role_catalog.ORG.names(user.roles or [role_catalog.ORG_DEFAULT])
 
 
 def _first(values: list[str]) -> str:
@@ -61,11 +61,11 @@ def _first(values: list[str]) -> str:
 
 
 def member_out(user: User, workspaces: Iterable[tuple[Workspace, WorkspaceMember]]) -> MemberOut:
-    raw = raw_roles(R.ORG, user.roles, R.ORG_DEFAULT)
+    raw = raw_roles(role_catalog.ORG, user.roles, role_catalog.ORG_DEFAULT)
     name = " ".join(p for p in (user.first_name, user.last_name) if p) or None
     infos = []
     for ws, member in workspaces:
-        ws_raw = raw_roles(R.WORKSPACE, member.roles, R.WS_DEFAULT)
+        ws_raw = raw_roles(role_catalog.WORKSPACE, member.roles, role_catalog.WS_DEFAULT)
         infos.append(
             MemberWorkspaceInfo(
                 is_default=ws.is_default,
@@ -103,7 +103,7 @@ def _snapshot(user: User) -> dict[str, Any]:
 
 
 def invite_out(invitation: Invitation) -> OrganizationInviteOut:
-    raw = raw_roles(R.ORG, invitation.roles, R.ORG_DEFAULT)
+    raw = raw_roles(role_catalog.ORG, invitation.roles, role_catalog.ORG_DEFAULT)
     return OrganizationInviteOut(
         created_at=iso(invitation.created_at) or "",
         email=invitation.email,
@@ -119,7 +119,7 @@ class UserService:
     def __init__(self, ctx: AdminContext) -> None:
         self.ctx = ctx
         self.repo = UserRepository(ctx.session, ctx.organization_id)
-        self.workspaces = WorkspaceRepository(ctx.session, ctx.organization_id)
+        self.workspaces = WorkspaceAdminRepository(ctx.session, ctx.organization_id)
         self.keys = StandardKeyRepository(ctx.session, ctx.organization_id)
         self.memberships = Memberships(self.workspaces)
 
@@ -187,7 +187,7 @@ class UserService:
                     email=email,
                     first_name=item.first_name,
                     last_name=item.last_name,
-                    roles=R.ORG.names(roles or [R.ORG_DEFAULT]),
+                    roles=role_catalog.ORG.names(roles or [role_catalog.ORG_DEFAULT]),
                     subscription_types=list(item.subscription_types or []),
                 )
             )
@@ -198,7 +198,7 @@ class UserService:
                 for ws in spaces.values():
                     if ws.archived_at is None:
                         await self.memberships.provision(
-                            ws.id, user.id, [R.WS_DEFAULT], replace=False
+                            ws.id, user.id, [role_catalog.WS_DEFAULT], replace=False
                         )
                 after["accepted_invitation"] = invitation.id
                 after["workspaces"] = sorted(spaces)
@@ -208,9 +208,9 @@ class UserService:
 
     async def _check_not_last_admin(self, user: User, new_roles: list[str]) -> None:
         if (
-            R.ORG_ADMIN in org_roles(user)
-            and R.ORG_ADMIN not in new_roles
-            and await self.repo.org_admin_count([R.ORG_ADMIN, "admin"]) <= 1
+            role_catalog.ORG_ADMIN in org_roles(user)
+            and role_catalog.ORG_ADMIN not in new_roles
+            and await self.repo.org_admin_count([role_catalog.ORG_ADMIN, "admin"]) <= 1
         ):
             raise Conflict(
                 "this is the organization's last organization_admin; give the role to another "
@@ -223,7 +223,7 @@ class UserService:
         before = _snapshot(user)
         roles = body.resolved_roles()
         if roles is not None:
-            roles = roles or [R.ORG_DEFAULT]
+            roles = roles or [role_catalog.ORG_DEFAULT]
             await self._check_not_last_admin(user, roles)
             user.roles = roles
         if body.subscription_types is not None:
@@ -248,7 +248,7 @@ class UserService:
     async def list_invites(self) -> list[InviteOut]:
         out = []
         for invitation in await self.repo.invitations():
-            raw = raw_roles(R.ORG, invitation.roles, R.ORG_DEFAULT)
+            raw = raw_roles(role_catalog.ORG, invitation.roles, role_catalog.ORG_DEFAULT)
             out.append(
                 InviteOut(email=invitation.email, invite_uuid=invitation.id, role=raw[0], roles=raw)
             )
@@ -256,7 +256,7 @@ class UserService:
 
     async def invite(self, body: InviteCreate) -> InvitesCreated:
         spaces = await self._usable_workspaces(body.workspace_uuids or [])
-        roles = R.ORG.names(body.resolved_roles() or [R.ORG_DEFAULT])
+        roles = role_catalog.ORG.names(body.resolved_roles() or [role_catalog.ORG_DEFAULT])
         subscriptions: list[str] = list(body.subscription_types or [])
         if body.subscription_type and body.subscription_type not in subscriptions:
             subscriptions.append(body.subscription_type)
@@ -303,12 +303,13 @@ class UserService:
     def list_roles(self) -> RolesOut:
         """The built-in roles of both scopes (the same for every organization)."""
 
-        def out(roles: Iterable[R.Role]) -> list[RoleOut]:
+        def out(roles: Iterable[role_catalog.Role]) -> list[RoleOut]:
             return [
                 RoleOut(description=r.description, is_custom_role=False, name=r.name, uuid=r.uuid)
                 for r in roles
             ]
 
         return RolesOut(
-            organization_roles=out(R.ORGANIZATION_ROLES), workspace_roles=out(R.WORKSPACE_ROLES)
+            organization_roles=out(role_catalog.ORGANIZATION_ROLES),
+            workspace_roles=out(role_catalog.WORKSPACE_ROLES),
         )

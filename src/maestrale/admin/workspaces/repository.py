@@ -10,7 +10,7 @@ from maestrale.admin.base_repository import OrganizationRepository, contains
 from maestrale.core.auth.tables import Workspace, WorkspaceMember
 
 
-class WorkspaceRepository(OrganizationRepository):
+class WorkspaceAdminRepository(OrganizationRepository):
     def _workspaces(self, include_archived: bool, search: str | None) -> Select[Workspace]:
         stmt = select(Workspace).where(Workspace.organization_id == self.organization_id)
         if not include_archived:

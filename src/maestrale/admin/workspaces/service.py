@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from maestrale.admin import roles as R
+from maestrale.admin import roles as role_catalog
 from maestrale.admin.context import AdminContext
 from maestrale.admin.keys.repository import StandardKeyRepository
 from maestrale.admin.membership import Memberships
 from maestrale.admin.role_fields import raw_roles
 from maestrale.admin.users.repository import UserRepository
-from maestrale.admin.workspaces.repository import WorkspaceRepository
+from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.admin.workspaces.schemas import (
     MembersAdded,
     MembersDeleted,
@@ -54,7 +54,7 @@ def _snapshot(ws: Workspace) -> dict[str, Any]:
 class WorkspaceService:
     def __init__(self, ctx: AdminContext) -> None:
         self.ctx = ctx
-        self.repo = WorkspaceRepository(ctx.session, ctx.organization_id)
+        self.repo = WorkspaceAdminRepository(ctx.session, ctx.organization_id)
         self.users = UserRepository(ctx.session, ctx.organization_id)
         self.keys = StandardKeyRepository(ctx.session, ctx.organization_id)
         self.memberships = Memberships(self.repo)
@@ -99,11 +99,13 @@ class WorkspaceService:
                 icon=body.icon or None,
             )
         )
-        await self.memberships.provision(ws.id, admin.id, [R.WS_ADMIN], replace=True)
+        await self.memberships.provision(ws.id, admin.id, [role_catalog.WS_ADMIN], replace=True)
         if body.add_all_org_members:
             for user in await self.users.users(None, 0, 1_000_000):
                 if user.id != admin.id:
-                    await self.memberships.provision(ws.id, user.id, [R.WS_DEFAULT], replace=False)
+                    await self.memberships.provision(
+                        ws.id, user.id, [role_catalog.WS_DEFAULT], replace=False
+                    )
         members = await self._members_count(ws)
         self.ctx.audit(
             "workspace.create",
@@ -111,7 +113,7 @@ class WorkspaceService:
             ws.id,
             after={**_snapshot(ws), "admin_user_id": admin.id, "members_count": members},
         )
-        raw = raw_roles(R.WORKSPACE, [R.WS_ADMIN], R.WS_ADMIN)
+        raw = raw_roles(role_catalog.WORKSPACE, [role_catalog.WS_ADMIN], role_catalog.WS_ADMIN)
         return WorkspaceCreated(
             **workspace_out(ws, members).model_dump(), raw_role=raw[0], raw_roles=raw
         )
@@ -161,7 +163,7 @@ class WorkspaceService:
         for m in members:
             if m.user_uuid in current:
                 continue
-            roles = m.resolved_roles() or [R.WS_DEFAULT]
+            roles = m.resolved_roles() or [role_catalog.WS_DEFAULT]
             outcome = await self.memberships.provision(ws.id, m.user_uuid, roles, replace=True)
             if outcome == "added":
                 added += 1
@@ -169,7 +171,7 @@ class WorkspaceService:
                     "workspace.member_add",
                     "workspace",
                     ws.id,
-                    after={"user_id": m.user_uuid, "roles": R.WORKSPACE.names(roles)},
+                    after={"user_id": m.user_uuid, "roles": role_catalog.WORKSPACE.names(roles)},
                 )
         return MembersAdded(added_members_count=added)
 
@@ -183,10 +185,12 @@ class WorkspaceService:
         added = updated = 0
         for m in members:
             existing = current.get(m.user_uuid)
-            before = None if existing is None else R.WORKSPACE.names(existing.roles or [])
+            before = (
+                None if existing is None else role_catalog.WORKSPACE.names(existing.roles or [])
+            )
             roles = m.resolved_roles()
             if roles is None:
-                roles = before if before else [R.WS_DEFAULT]
+                roles = before if before else [role_catalog.WS_DEFAULT]
             outcome = await self.memberships.provision(ws.id, m.user_uuid, roles, replace=True)
             if outcome == "unchanged":
                 continue
@@ -197,7 +201,7 @@ class WorkspaceService:
                 "workspace",
                 ws.id,
                 before=None if before is None else {"user_id": m.user_uuid, "roles": before},
-                after={"user_id": m.user_uuid, "roles": R.WORKSPACE.names(roles)},
+                after={"user_id": m.user_uuid, "roles": role_catalog.WORKSPACE.names(roles)},
             )
         return MembersUpserted(added_members_count=added, updated_members_count=updated)
 
@@ -210,7 +214,7 @@ class WorkspaceService:
         for user_id in removing:
             keys = await self.keys.revoke_keys(user_id=user_id, workspace_id=ws.id)
             revoked += keys
-            roles = R.WORKSPACE.names(current[user_id].roles or [])
+            roles = role_catalog.WORKSPACE.names(current[user_id].roles or [])
             self.ctx.audit(
                 "workspace.member_remove",
                 "workspace",

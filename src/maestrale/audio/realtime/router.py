@@ -9,12 +9,14 @@ from fastapi import APIRouter, WebSocket
 
 from maestrale.audio.realtime.messages import error_body
 from maestrale.audio.realtime.session import RealtimeSession
+from maestrale.config import Settings
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import authenticate_standard
 from maestrale.core.errors import AppError, BadRequest
 from maestrale.core.websocket import deny
-from maestrale.dependencies import app_services
 from maestrale.gateway.capabilities import TRANSCRIPTION_REALTIME
 from maestrale.gateway.dependencies import sane_correlation_id
+from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
 
 router = APIRouter(tags=["audio"])
@@ -31,6 +33,8 @@ async def realtime_transcription(websocket: WebSocket) -> None:
     `transcription.text.delta` and `transcription.segment` as the text becomes final, then
     `transcription.done` with the usage, and closes. Failures are `error` events."""
     services = app_services(websocket)
+    gateway: Gateway = services.gateway
+    settings: Settings = services.settings
     try:
         principal = await authenticate_standard(websocket)
     except AppError as exc:
@@ -43,7 +47,6 @@ async def realtime_transcription(websocket: WebSocket) -> None:
     request_id = uuid.uuid4().hex
     correlation = sane_correlation_id(websocket.headers.get("x-correlation-id")) or request_id
     await websocket.accept()
-    gateway = services.gateway
     model = websocket.query_params.get("model", "")
     try:
         if not model:
@@ -55,7 +58,5 @@ async def realtime_transcription(websocket: WebSocket) -> None:
             await websocket.send_json(error_body(exc))
             await websocket.close(1011 if exc.status_code >= 500 else 1008)
         return
-    session = RealtimeSession(
-        websocket, gateway, call, request_id, services.settings.audio_max_seconds
-    )
+    session = RealtimeSession(websocket, gateway, call, request_id, settings.audio_max_seconds)
     await session.run()

@@ -10,10 +10,8 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.config import Settings, secret_value
 from maestrale.core.auth.keys import hash_key
 from maestrale.core.auth.repository import KeyRepository, TenancyRepository
-from maestrale.core.db import Database
 
 log = logging.getLogger("maestrale.bootstrap")
 
@@ -105,16 +103,3 @@ def _write_keys_file(path: Path, api_key: str | None, admin_key: str | None) -> 
             fh.write(f"MAESTRALE_ADMIN_KEY={admin_key}\n")
     os.chmod(path, 0o600)
     log.warning("generated bootstrap keys were written to %s (mode 0600)", path)
-
-
-async def first_start(db: Database, settings: Settings) -> None:
-    """The bootstrap of a serving process (or of the supervisor of several), from its settings."""
-    async with db.session() as session:
-        created = await bootstrap(
-            session,
-            api_key=secret_value(settings.bootstrap_api_key),
-            admin_key=secret_value(settings.bootstrap_admin_key),
-            keys_file=settings.data_dir / "bootstrap-keys",
-        )
-    if created is not None:
-        log.info("created the default organization and workspace %s", created.workspace_id)

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
 
+from maestrale.core.app_services import app_services
 from maestrale.core.auth.cache import KeyCache
 from maestrale.core.auth.keys import hash_key
 from maestrale.core.auth.principal import Principal, Tenant
@@ -19,7 +20,6 @@ from maestrale.core.auth.repository import KeyRepository
 from maestrale.core.auth.roles import check_route_role
 from maestrale.core.db import Database
 from maestrale.core.errors import Unauthorized
-from maestrale.dependencies import app_services
 from maestrale.tracing import span
 
 _BEARER = "bearer "
@@ -28,8 +28,9 @@ _BEARER = "bearer "
 async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
     services = app_services(request)
     cache: KeyCache = services.key_cache
+    db: Database = services.db
     with span("auth"):
-        principal = await cache.lookup(hash_key(key), partial(_read_key, services.db))
+        principal = await cache.lookup(hash_key(key), partial(_read_key, db))
     if principal is None:
         return None
     cache.mark_used(principal.key_id)
@@ -37,8 +38,8 @@ async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
 
 
 async def _read_key(db: Database, key_hash: str) -> Principal | None:
-    async with db.sessionmaker() as session:
-        return await KeyRepository(session).principal_for_hash(key_hash)
+    async with db.transaction() as work:
+        return await KeyRepository(work.session).principal_for_hash(key_hash)
 
 
 def _bearer(request: HTTPConnection) -> str | None:

@@ -79,6 +79,9 @@ class KeyRepository:
         await self.session.flush()
         return row, clear
 
+    async def get(self, key_id: str) -> ApiKey | None:
+        return await self.session.get(ApiKey, key_id)
+
     async def hash_exists(self, key_hash: str) -> bool:
         found = await self.session.execute(select(ApiKey.id).where(ApiKey.key_hash == key_hash))
         return found.first() is not None
@@ -115,6 +118,12 @@ class TenancyRepository:
 
     async def user(self, user_id: str) -> User | None:
         return await self.session.get(User, user_id)
+
+    async def organization(self, organization_id: str) -> Organization | None:
+        return await self.session.get(Organization, organization_id)
+
+    async def workspace(self, workspace_id: str) -> Workspace | None:
+        return await self.session.get(Workspace, workspace_id)
 
     async def create_organization(self, name: str) -> Organization:
         org = Organization(name=name)

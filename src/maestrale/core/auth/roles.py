@@ -21,7 +21,7 @@ from starlette.requests import HTTPConnection
 
 from maestrale.core.auth.principal import Principal
 from maestrale.core.errors import Forbidden
-from maestrale.core.middleware import route_of
+from maestrale.tracing.spans import route_of
 
 SHARED_RESOURCE_ROLES = frozenset(
     {

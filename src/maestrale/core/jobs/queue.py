@@ -26,7 +26,7 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database, UTCDateTime
 from maestrale.core.jobs.tables import Job, JobStatus
-from maestrale.core.uow import AfterCommit, unit_of_work
+from maestrale.core.uow import AfterCommit
 
 logger = logging.getLogger("maestrale.jobs")
 MAX_ERROR_CHARS = 4000
@@ -192,11 +192,11 @@ class JobQueue:
         if limit <= 0 or not kinds:
             return []
         kinds, now = list(kinds), utcnow()
-        async with self.db.session() as session:
-            postgres = session.get_bind().dialect.name == "postgresql"
+        async with self.db.transaction() as work:
+            postgres = work.session.get_bind().dialect.name == "postgresql"
             if postgres and self.per_workspace is not None:
-                await session.execute(sa.select(sa.func.pg_advisory_xact_lock(CLAIM_LOCK)))
-            await self._sweep_expired(session, now)
+                await work.session.execute(sa.select(sa.func.pg_advisory_xact_lock(CLAIM_LOCK)))
+            await self._sweep_expired(work.session, now)
             # A materialised CTE runs once; as `IN (subquery)` Postgres may rescan the LIMITed
             # SKIP LOCKED select per row and hand out more than `limit` jobs.
             chosen = self._choose(kinds, now, limit).cte("chosen").prefix_with("MATERIALIZED")
@@ -204,7 +204,7 @@ class JobQueue:
             token: Any = sa.func.lower(sa.func.hex(sa.func.randomblob(16)))
             if postgres:
                 token = sa.cast(sa.func.gen_random_uuid(), sa.String)
-            claimed = await session.execute(
+            claimed = await work.session.execute(
                 _update()
                 .where(Job.id.in_(sa.select(chosen.c.id)), _claimable(Job, now))
                 .values(
@@ -301,9 +301,9 @@ class JobQueue:
     async def heartbeat(self, job_id: str, token: str) -> Heartbeat:
         """Extend the lease if `token` still holds it."""
         now = utcnow()
-        async with self.db.session() as session:
+        async with self.db.transaction() as work:
             cancel_requested = await _set(
-                session,
+                work.session,
                 _held(job_id, token),
                 Job.cancel_requested,
                 lease_expires_at=now + timedelta(seconds=self.lease_seconds),
@@ -323,7 +323,7 @@ class JobQueue:
         """Succeed the job and run `effects` in that unit of work, only if `token` still holds
         the lease (else False, no effects); if `effects` raises, nothing commits. The
         `after_commit` actions run once it has committed, never otherwise."""
-        async with unit_of_work(self.db.sessionmaker) as work:
+        async with self.db.transaction() as work:
             # The fenced UPDATE comes first: it takes the row (or SQLite's write) lock, so no
             # claim can slip in before the effects commit.
             done = await _end_lease(
@@ -345,15 +345,15 @@ class JobQueue:
         """Record a failed attempt: queued again after a backoff if `retry` and attempts are
         left, else failed (cancelled if a cancel was requested). Returns the new status, or None
         if `token` no longer holds the lease."""
-        async with self.db.session() as session:
+        async with self.db.transaction() as work:
             counts = sa.select(Job.attempts, Job.max_attempts).where(_held(job_id, token))
-            row = (await session.execute(counts)).first()
+            row = (await work.session.execute(counts)).first()
             if row is None:
                 return None
             now, again = utcnow(), retry and row.attempts < row.max_attempts
             finished = sa.literal(now, UTCDateTime())
             status = await _end_lease(
-                session,
+                work.session,
                 _held(job_id, token),
                 status=_if_cancel_requested(_CANCELLED, _QUEUED if again else JobStatus.FAILED),
                 finished_at=_if_cancel_requested(finished, sa.null() if again else finished),
@@ -366,9 +366,9 @@ class JobQueue:
         """Give a job back at once (its worker is shutting down): queued and due now, the
         interrupted attempt not counted; cancelled instead if a cancel was requested."""
         finished = sa.literal(now := utcnow(), UTCDateTime())
-        async with self.db.session() as session:
+        async with self.db.transaction() as work:
             status = await _end_lease(
-                session,
+                work.session,
                 _held(job_id, token),
                 status=_if_cancel_requested(_CANCELLED, _QUEUED),
                 attempts=_if_cancel_requested(Job.attempts, Job.attempts - 1),
@@ -382,5 +382,5 @@ class JobQueue:
         """When the earliest queued job of `kinds` is due (for idle detection)."""
         due = sa.select(sa.func.min(Job.run_at)).where(Job.status == _QUEUED)
         query = due.where(Job.kind.in_(list(kinds)))
-        async with self.db.sessionmaker() as session:
-            return (await session.execute(query)).scalar_one_or_none()
+        async with self.db.transaction() as work:
+            return (await work.session.execute(query)).scalar_one_or_none()

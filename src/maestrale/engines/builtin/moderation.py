@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.builtin.tokens import count_tokens
 from maestrale.engines.moderation_types import (
     CATEGORIES,
@@ -22,6 +21,7 @@ from maestrale.engines.moderation_types import (
     ModerationResult,
     ModerationVerdict,
 )
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError, Usage
 
 DEFAULT_SCORE = 0.9

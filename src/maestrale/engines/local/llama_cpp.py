@@ -49,9 +49,10 @@ Behaviour:
   one last evaluated from scratch (a repeated request, the next of `n` choices): that evaluation
   is still in llama.cpp's cache, exactly, and is reused (see `llama_prompt`). Other requests reuse
   the longest prompt prefix still in the cache (faster for growing conversations).
-- Fine-tuned models: a request whose (upstream) model is the absolute path of a GGUF file (the
-  gateway's local copy of a fine-tuned model of this base) is served by that file, loaded on
-  first use on the same worker thread (`llama_models`: the last two such files stay loaded).
+- Fine-tuned models: a request that names a GGUF file in `weights` (the gateway's local copy of
+  a fine-tuned model of this base, whose artifact format is `gguf`) is served by that file,
+  loaded on first use on the same worker thread (`llama_models`: the last two such files stay
+  loaded).
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
 - `logprob(prompt, continuation)` scores a continuation of a plain-text prompt. The platform API
   has no log-probabilities; this is for tests and diagnostics, which must check what the model
@@ -73,7 +74,6 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
@@ -101,6 +101,7 @@ from maestrale.engines.local.llama_tools import (
     tool_call,
 )
 from maestrale.engines.local.worker import SerialWorker
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import (
     ChatChunk,
     ChatRequest,
@@ -259,7 +260,7 @@ class LlamaCppEngine:
         return continuation_logprob(model, context, following)
 
     def _chat_job(self, request: ChatRequest) -> _Job:
-        variant = variant_path(request.model)
+        variant = variant_path(request.weights)
         model = self._model(variant)
         tools = plan_tools(request, self.grammars, model.vocab)
         turns = template_messages(
@@ -295,7 +296,7 @@ class LlamaCppEngine:
 
     def _fim_job(self, request: FimRequest) -> _Job:
         # `add_bos=True` adds BOS only when the model asks for it, so this is the model's prefix.
-        variant = variant_path(request.model)
+        variant = variant_path(request.weights)
         model = self._model(variant)
         llm, vocab = model.llm, model.vocab
         start = llm.tokenize(b"", add_bos=True)

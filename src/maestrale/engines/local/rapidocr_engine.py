@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import engine_options, require
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.ocr_types import OcrImage, OcrLine
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError
 
 __all__ = ["RapidOcrEngine", "RapidOcrOptions", "create_engine"]

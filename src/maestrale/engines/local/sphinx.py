@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import audio_decode, engine_options, require
 from maestrale.engines.local.worker import Emit, SerialWorker
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     Segment,

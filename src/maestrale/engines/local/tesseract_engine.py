@@ -21,10 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from tesserocr import RIL, PyTessBaseAPI, iterate_level
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.worker import SerialWorker
 from maestrale.engines.ocr_types import OcrImage, OcrLine
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError
 
 __all__ = ["TesseractEngine", "TesseractOptions", "create_engine"]

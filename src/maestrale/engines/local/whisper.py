@@ -42,10 +42,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.local import audio_decode, engine_options, require
 from maestrale.engines.local.whisper_realtime import Found, transcribe_realtime
 from maestrale.engines.local.worker import Emit, SerialWorker
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     RealtimeTranscriptionRequest,

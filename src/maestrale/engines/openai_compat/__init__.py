@@ -1,9 +1,9 @@
 """The `openai_compat` engine: any OpenAI-compatible inference server as a chat, FIM and
 embeddings backend, through one pooled HTTP client per upstream."""
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.openai_compat.engine import OpenAICompatEngine
 from maestrale.engines.openai_compat.options import EngineOptions, UpstreamConfig, config_from_spec
+from maestrale.engines.specs import ModelSpec
 
 __all__ = ["EngineOptions", "OpenAICompatEngine", "UpstreamConfig", "create_engine"]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.moderation_types import (
     ClassificationRequest,
     ClassificationResult,
@@ -25,6 +24,7 @@ from maestrale.engines.moderation_types import (
 )
 from maestrale.engines.openai_compat.client import UpstreamClient
 from maestrale.engines.openai_compat.options import UpstreamConfig, config_from_spec
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError, Usage
 
 __all__ = ["UpstreamModerationEngine", "create_engine"]

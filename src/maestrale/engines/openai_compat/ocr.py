@@ -13,10 +13,10 @@ import base64
 import io
 from typing import Any
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.openai_compat.client import UpstreamClient
 from maestrale.engines.openai_compat.options import UpstreamConfig, config_from_spec
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EngineError
 
 __all__ = ["UpstreamOcrEngine", "create_engine"]

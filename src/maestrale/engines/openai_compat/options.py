@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from maestrale.catalog.config import CatalogError, ModelSpec
+from maestrale.engines.specs import CatalogError, ModelSpec
 
 
 class EngineOptions(BaseModel):

@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.openai_compat.client import UpstreamClient
 from maestrale.engines.openai_compat.options import config_from_spec
 from maestrale.engines.openai_compat.wire import invalid_response
+from maestrale.engines.specs import CatalogError, ModelSpec
 from maestrale.engines.transcription_types import (
     LanguageDetected,
     Segment,

@@ -8,12 +8,11 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.signing import sign, verify
 from maestrale.files.download import SignatureExpired, SignatureInvalid
-from maestrale.libraries.access import document_live
+from maestrale.libraries.documents.repository import DocumentRepository
 from maestrale.libraries.errors import DocumentNotFound
 from maestrale.libraries.tables import LibraryDocument
 
@@ -57,14 +56,7 @@ async def signed_document(
         raise SignatureInvalid("the link's signature is invalid")
     if int(expires) < time.time():
         raise SignatureExpired("the signed link has expired")
-    found = await session.execute(
-        select(LibraryDocument).where(
-            LibraryDocument.id == document_id,
-            LibraryDocument.library_id == library_id,
-            document_live(),
-        )
-    )
-    row = found.scalar_one_or_none()
+    row = await DocumentRepository(session).get(library_id, document_id)
     if row is None:
         raise DocumentNotFound(document_id)
     return row

@@ -14,9 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.jobs.tables import Job
 from maestrale.core.repository import WorkspaceRepository
-from maestrale.libraries.access import document_live
 from maestrale.libraries.errors import InvalidDocumentQuery
-from maestrale.libraries.repository import contains
+from maestrale.libraries.repository import contains, document_live
 from maestrale.libraries.tables import LibraryDocument
 
 SORTS = {

@@ -76,7 +76,7 @@ async def remove_document(session: AsyncSession, document: LibraryDocument) -> l
         return None
     size, keys = removed
     await libraries.count_documents(document.library_id, -1, -size)
-    await delete_document(session, document.id)
+    await delete_document(session, document.library_id, document.id)
     return keys
 
 

@@ -7,8 +7,9 @@ them, and hybrid search.
 - Keywords: SQLite FTS5 (bm25) / Postgres full-text search (a tsvector column, GIN).
 - Search fuses both rankings by reciprocal rank, over the libraries asked for only.
 
-Every function runs SQL on the caller's session and nothing else: embed before, with no
-session open (DESIGN §3).
+Every function works on the caller's session and nothing else (embed before, with no session
+open: DESIGN §3), through the index's repositories: `repository` (the chunk table, scoped to
+libraries), `keyword_repository` (FTS5, tsvector) and `vector_repository` (vec0, pgvector).
 """
 
 from maestrale.libraries.index.capability import VectorBackend, vector_backend

@@ -11,10 +11,10 @@ import functools
 import logging
 from enum import StrEnum
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from maestrale.core.db import SQLITE_VEC
+from maestrale.libraries.index.vector_repository import installed_pgvector
 
 log = logging.getLogger("maestrale.libraries.index")
 
@@ -25,21 +25,6 @@ PGVECTOR = "pgvector"
 SQLITE_VEC_MAX_DIMENSION = 8192
 PGVECTOR_MAX_DIMENSION = 16000
 PGVECTOR_HNSW_MAX_DIMENSION = 2000
-
-# Enable pgvector where the server has it. Inside a block with an exception handler (a
-# subtransaction), so that a missing privilege does not abort the caller's transaction.
-_ENABLE_PGVECTOR = """
-DO $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')
-       AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
-        CREATE EXTENSION IF NOT EXISTS vector;
-    END IF;
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'pgvector could not be enabled: %', SQLERRM;
-END
-$$
-"""
 
 
 class VectorBackend(StrEnum):
@@ -70,7 +55,7 @@ async def connection_backend(conn: AsyncConnection) -> tuple[VectorBackend, str]
         return VectorBackend.EXACT, ""
     version = conn.info.get(PGVECTOR)
     if version is None:
-        version = await _pgvector_version(conn)
+        version = await installed_pgvector(conn)
         conn.info[PGVECTOR] = version
     if version:
         return VectorBackend.PGVECTOR, str(version)
@@ -80,15 +65,6 @@ async def connection_backend(conn: AsyncConnection) -> tuple[VectorBackend, str]
         "Postgres server for an HNSW index"
     )
     return VectorBackend.EXACT, ""
-
-
-async def _pgvector_version(conn: AsyncConnection) -> str:
-    query = text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-    version = (await conn.execute(query)).scalar_one_or_none()
-    if version is None:
-        await conn.execute(text(_ENABLE_PGVECTOR))
-        version = (await conn.execute(query)).scalar_one_or_none()
-    return str(version or "")
 
 
 def pgvector_at_least(version: str, wanted: tuple[int, ...]) -> bool:

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.libraries.index.tables import LibraryChunk
+from maestrale.libraries.index.repository import ChunkRepository
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,24 +33,10 @@ async def nearest(
 
     query = np.ascontiguousarray(query, dtype=np.float32)
     dimension = int(query.shape[0])
-    # Core columns (no ORM rows to build), and only the vectors of the right width.
-    C = LibraryChunk.__table__.c
-    statement = (
-        select(C.id, C.vector)
-        .where(
-            C.library_id.in_(library_ids),
-            C.model == model,
-            C.dimension == dimension,
-            func.length(C.vector) == 4 * dimension,
-        )
-        .execution_options(yield_per=SCAN_BATCH)
-    )
     best_ids = np.empty(0, dtype=np.int64)
     best_scores = np.empty(0, dtype=np.float32)
-    result = await session.stream(statement)
-    async for part in result.partitions(SCAN_BATCH):
-        if not part:
-            continue
+    chunks = ChunkRepository(session, library_ids)
+    async for part in chunks.vectors(model, dimension, SCAN_BATCH):
         chunk_ids, blobs = zip(*part, strict=True)
         ids = np.array(chunk_ids, dtype=np.int64)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32)

@@ -10,16 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.libraries.index.tables import (
-    CHUNKS,
-    CHUNKS_FTS,
-    CHUNKS_FTS_VOCAB,
-    LIBRARY_TOKEN_COLUMN,
-    TEXT_SEARCH_COLUMN,
-)
+from maestrale.libraries.index.keyword_repository import Fts5Keywords, TsvectorKeywords
+from maestrale.libraries.index.tables import LIBRARY_TOKEN_COLUMN
 
 # Words only (letters, digits, `_`): no operator, quote or control character survives.
 _WORD = re.compile(r"\w+")
@@ -63,15 +57,13 @@ async def ranking(
     if not words:
         return []
     if (await session.connection()).dialect.name == "sqlite":
-        return await _sqlite(session, library_ids, words, n)
-    return await _postgres(session, library_ids, words, n)
+        return await _sqlite(Fts5Keywords(session, library_ids), words, n)
+    return await _postgres(TsvectorKeywords(session, library_ids), words, n)
 
 
-async def _sqlite(
-    session: AsyncSession, library_ids: Sequence[str], words: list[str], n: int
-) -> list[int]:
-    tokens = {library_id: library_id.replace("-", "") for library_id in library_ids}
-    words, narrow = await _plan(session, words, tokens)
+async def _sqlite(index: Fts5Keywords, words: list[str], n: int) -> list[int]:
+    tokens = {library_id: library_id.replace("-", "") for library_id in index.library_ids}
+    words, narrow = await _plan(index, words, tokens)
     match = "{text} : (" + " OR ".join(_phrase(word) for word in words) + ")"
     if narrow:
         # The libraries' chunks are intersected with the words' in the index itself (column
@@ -79,30 +71,16 @@ async def _sqlite(
         # ranked. bm25 weighs that column at 0.
         libraries = " OR ".join(_phrase(token) for token in tokens.values())
         match = f"{{{LIBRARY_TOKEN_COLUMN}}} : ({libraries}) AND {match}"
-    # The index ranks first, the chunks' libraries are read for the best only: checking the
-    # library of every match, before ranking, costs a lookup per match. Not narrowed, the
-    # libraries hold most chunks: a few times `n` of the best are enough, almost always.
-    wanted = set(library_ids)
+    # Not narrowed, the libraries hold most chunks: a few times `n` of the best are enough,
+    # almost always.
     fetched = n if narrow else OVERFETCH * n
-    ranked = text(
-        f"SELECT f.id, c.library_id FROM (SELECT rowid AS id, bm25({CHUNKS_FTS}, 1.0, 0.0) "
-        f"AS score FROM {CHUNKS_FTS} WHERE {CHUNKS_FTS} MATCH :match "
-        "ORDER BY score, rowid LIMIT :fetched) AS f "
-        f"JOIN {CHUNKS} AS c ON c.id = f.id ORDER BY f.score, f.id"
-    )
-    rows = (await session.execute(ranked, {"match": match, "fetched": fetched})).all()
-    found = [int(chunk_id) for chunk_id, library_id in rows if library_id in wanted][:n]
-    if len(found) == n or len(rows) < fetched:
+    found, ranked = await index.best(match, fetched)
+    found = found[:n]
+    if len(found) == n or ranked < fetched:
         return found
     # Too many of the best were other libraries' (or shared a library's token): rank the
     # libraries' matches only, checking each.
-    statement = text(
-        f"SELECT c.id FROM {CHUNKS_FTS} JOIN {CHUNKS} AS c ON c.id = {CHUNKS_FTS}.rowid "
-        f"WHERE {CHUNKS_FTS} MATCH :match AND c.library_id IN :library_ids "
-        f"ORDER BY bm25({CHUNKS_FTS}, 1.0, 0.0), c.id LIMIT :n"
-    ).bindparams(bindparam("library_ids", expanding=True))
-    params = {"match": match, "library_ids": list(library_ids), "n": n}
-    return [int(i) for i in (await session.execute(statement, params)).scalars()]
+    return await index.best_in_libraries(match, n)
 
 
 def _phrase(value: str) -> str:
@@ -111,7 +89,7 @@ def _phrase(value: str) -> str:
 
 
 async def _plan(
-    session: AsyncSession, words: list[str], tokens: dict[str, str]
+    index: Fts5Keywords, words: list[str], tokens: dict[str, str]
 ) -> tuple[list[str], bool]:
     """The words to search for, and whether to narrow the match to the libraries in the index.
 
@@ -120,60 +98,36 @@ async def _plan(
     count is bounded from above by the span of the ids, so a word left out is always one that
     FTS5 itself weighs at ~0. The match is narrowed to the libraries unless they hold most of
     the chunks (then the narrowing costs more than the matches it saves)."""
-    span = (await session.execute(text(f"SELECT max(id) - min(id) + 1 FROM {CHUNKS}"))).scalar()
+    span = await index.id_span()
     if not span or span < COMMON_WORDS_AFTER:
         return words, True
-    statement = text(
-        f"SELECT term, col, doc FROM {CHUNKS_FTS_VOCAB} WHERE term IN :terms"
-    ).bindparams(bindparam("terms", expanding=True))
     # The vocabulary holds tokens as the tokenizer folds them: a UUID's are lower-cased.
     library_terms = [token.lower() for token in tokens.values()]
-    counts: dict[tuple[str, str], int] = {}
-    for term, column, doc in await session.execute(statement, {"terms": [*words, *library_terms]}):
-        counts[(str(column), str(term))] = int(doc)
+    counts = await index.chunk_counts([*words, *library_terms])
     frequency = {word: counts.get(("text", word), 0) for word in words}
     kept = [word for word in words if frequency[word] <= span * COMMON_FRACTION]
     in_libraries = sum(counts.get((LIBRARY_TOKEN_COLUMN, term), 0) for term in library_terms)
     return kept or [min(words, key=frequency.__getitem__)], in_libraries <= span * NARROW_FRACTION
 
 
-async def _postgres(
-    session: AsyncSession, library_ids: Sequence[str], words: list[str], n: int
-) -> list[int]:
+async def _postgres(index: TsvectorKeywords, words: list[str], n: int) -> list[int]:
     # `or` between words is websearch_to_tsquery's disjunction; the word "or" itself would
     # be read as one, and is no keyword worth searching.
-    words = await _without_frequent_lexemes(session, [word for word in words if word != "or"])
+    words = await _without_frequent_lexemes(index, [word for word in words if word != "or"])
     query = " or ".join(words)
     if not query:
         return []
-    statement = text(
-        f"SELECT c.id FROM {CHUNKS} AS c, websearch_to_tsquery('simple', :query) AS q "
-        "WHERE c.library_id IN :library_ids AND c.text_search @@ q "
-        "ORDER BY ts_rank(c.text_search, q) DESC, c.id LIMIT :n"
-    ).bindparams(bindparam("library_ids", expanding=True))
-    params = {"query": query, "library_ids": list(library_ids), "n": n}
-    return [int(i) for i in (await session.execute(statement, params)).scalars()]
+    return await index.best(query, n)
 
 
-async def _without_frequent_lexemes(session: AsyncSession, words: list[str]) -> list[str]:
+async def _without_frequent_lexemes(index: TsvectorKeywords, words: list[str]) -> list[str]:
     """`words` less those ANALYZE found in more than half the chunks (always keeping the
     rarest word). ts_rank weighs every word of the query alike, however common: such words
     only slow the search down (every chunk holding one is ranked) and blur the ranking."""
     if not words:
         return words
-    found = (
-        await session.execute(
-            text(
-                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-                "WHERE schemaname = current_schema() AND tablename = :table "
-                "AND attname = :column"
-            ),
-            {"table": CHUNKS, "column": TEXT_SEARCH_COLUMN},
-        )
-    ).first()
-    if found is None or not found[0] or not found[1]:
+    frequencies = await index.lexeme_frequencies()
+    if frequencies is None:
         return words
-    # The frequencies are the lexemes' (in order), then a minimum, a maximum and a null count.
-    frequencies = dict(zip(found[0], found[1], strict=False))
     kept = [word for word in words if frequencies.get(word, 0.0) <= COMMON_FRACTION]
     return kept or [min(words, key=lambda word: frequencies.get(word, 0.0))]

@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.libraries.index import exact, keyword
 from maestrale.libraries.index import vectors as vector_tables
 from maestrale.libraries.index.capability import connection_backend
+from maestrale.libraries.index.repository import ChunkRepository
 from maestrale.libraries.index.store import ID_LENGTH, MODEL_LENGTH, normalised, storable
-from maestrale.libraries.index.tables import LibraryChunk
 
 # Reciprocal rank fusion's constant (Cormack et al.): damps the weight of the very first ranks.
 RRF_K = 60
@@ -87,26 +86,9 @@ async def search(
     fused = fuse(rankings)[:limit]
     if not fused:
         return []
-    C = LibraryChunk
-    found = await session.execute(
-        select(
-            C.id, C.library_id, C.document_id, C.page, C.start_offset, C.end_offset, C.text
-        ).where(C.id.in_([chunk_id for chunk_id, _ in fused]), C.library_id.in_(libraries))
-    )
-    rows = {row[0]: row for row in found}
+    rows = await ChunkRepository(session, libraries).located([chunk_id for chunk_id, _ in fused])
     return [
-        Hit(
-            chunk_id=chunk_id,
-            library_id=rows[chunk_id][1],
-            document_id=rows[chunk_id][2],
-            page=rows[chunk_id][3],
-            start=rows[chunk_id][4],
-            end=rows[chunk_id][5],
-            text=rows[chunk_id][6],
-            score=score,
-        )
-        for chunk_id, score in fused
-        if chunk_id in rows
+        Hit(chunk_id, *rows[chunk_id], score=score) for chunk_id, score in fused if chunk_id in rows
     ]
 
 

@@ -1,7 +1,7 @@
 """Writing the index: a document's chunks and vectors in, a document's or a library's out.
 
-SQL only, on the caller's session (which owns the transaction): embeddings are computed
-before, with no session open.
+On the caller's session (which owns the transaction), through the index's repositories:
+embeddings are computed before, with no session open.
 """
 
 from __future__ import annotations
@@ -9,18 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import ColumnElement, delete, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.libraries.index import vectors as vector_tables
-from maestrale.libraries.index.capability import VectorBackend, connection_backend
-from maestrale.libraries.index.tables import LibraryChunk
+from maestrale.libraries.index.capability import connection_backend
+from maestrale.libraries.index.repository import ChunkRepository
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-# Chunk rows inserted per statement.
+# Chunks written (rows and vectors) per step.
 INSERT_BATCH = 500
 # The widths of the chunk table's string columns.
 ID_LENGTH = 36
@@ -116,7 +115,7 @@ async def replace_document(
     )
     if not storable(model, MODEL_LENGTH):
         raise ValueError(f"bad embedding model {model!r}")
-    await delete_document(session, document_id)
+    await delete_document(session, library_id, document_id)
     if not chunks:
         return
     matrix = normalised(vectors, len(chunks))
@@ -134,7 +133,7 @@ async def replace_document(
         "dimension": dimension,
         "vector_indexed": indexed,
     }
-    statement = insert(LibraryChunk).returning(LibraryChunk.id, sort_by_parameter_order=True)
+    repository = ChunkRepository(session, [library_id])
     for start in range(0, len(chunks), INSERT_BATCH):
         batch = chunks[start : start + INSERT_BATCH]
         blobs = [matrix[start + i].tobytes() for i in range(len(batch))]
@@ -150,7 +149,7 @@ async def replace_document(
             }
             for chunk, blob in zip(batch, blobs, strict=True)
         ]
-        ids = list((await session.execute(statement, rows)).scalars())
+        ids = await repository.insert(rows)
         if indexed:
             entries = [
                 (int(chunk_id), library_id, model, blob)
@@ -159,20 +158,17 @@ async def replace_document(
             await vector_tables.add(session, backend, dimension, entries)
 
 
-async def delete_document(session: AsyncSession, document_id: str) -> None:
+async def delete_document(session: AsyncSession, library_id: str, document_id: str) -> None:
     """Take a document's chunks out of the index."""
-    await _delete(session, LibraryChunk.document_id == document_id)
+    await _delete(session, ChunkRepository(session, [library_id]), document_id)
 
 
 async def delete_library(session: AsyncSession, library_id: str) -> None:
     """Take every chunk of a library out of the index."""
-    await _delete(session, LibraryChunk.library_id == library_id)
+    await _delete(session, ChunkRepository(session, [library_id]), None)
 
 
-async def _delete(session: AsyncSession, where: ColumnElement[bool]) -> None:
+async def _delete(session: AsyncSession, chunks: ChunkRepository, document_id: str | None) -> None:
     backend, _ = await connection_backend(await session.connection())
-    if backend is VectorBackend.SQLITE_VEC:
-        await vector_tables.forget(session, backend, where)
-    await session.execute(
-        delete(LibraryChunk).where(where).execution_options(synchronize_session=False)
-    )
+    await vector_tables.forget(session, backend, chunks, document_id)
+    await chunks.delete(document_id)

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from maestrale.catalog.config import ModelSpec
 from maestrale.engines.protocols import EmbeddingsEngine
+from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest, EngineError
 from maestrale.libraries.ingest.errors import EmbeddingRefused, EmbeddingUnavailable
 

@@ -20,7 +20,7 @@ from maestrale.engines.types import EngineError
 from maestrale.libraries.ingest.errors import OcrUnavailable, Unreadable
 from maestrale.ocr.documents import Document
 from maestrale.ocr.layout import Fragment, lay_out
-from maestrale.ocr.pipeline import DPI, ImageOptions, Prepared, prepare, recognise
+from maestrale.ocr.pipeline import DPI, ImageOptions, OpenedDocument, prepare, recognise
 
 # A text layer this short on a page is perhaps only a stamp or a page number on a scan: the
 # page's images are then looked at to decide (as `engines.local.pdf.PdfPage.is_scan` does).
@@ -33,7 +33,7 @@ class PdfText:
     ocr_pages: int
 
 
-async def _open(document: Document, max_pages: int) -> Prepared:
+async def _open(document: Document, max_pages: int) -> OpenedDocument:
     try:
         return await prepare(document, None, max_pages)
     except AppError as exc:

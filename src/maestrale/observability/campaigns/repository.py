@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, desc, exists, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.repository import WorkspaceRepository
 from maestrale.observability.campaigns.tables import Campaign, CampaignEvent
-from maestrale.observability.events.tables import ChatCompletionEvent as E
 
 
 async def campaign_tenant(session: AsyncSession, campaign_id: str) -> Tenant | None:

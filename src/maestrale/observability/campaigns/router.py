@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Response
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import CurrentTenant, StandardAuth
+from maestrale.core.dependencies import Db
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession
-from maestrale.dependencies import AppServices
+from maestrale.core.routing import Work
 from maestrale.observability.campaigns.repository import CampaignRepository
 from maestrale.observability.campaigns.schemas import (
     CampaignCreate,
@@ -29,12 +30,12 @@ router = observability_router(prefix="/observability", tags=["observability"])
 
 
 def campaign_service(
-    session: DbSession, tenant: CurrentTenant, services: AppServices
+    work: Work, tenant: CurrentTenant, db: Db, settings: AppSettings
 ) -> CampaignService:
     return CampaignService(
-        CampaignRepository(session, tenant),
-        JobQueue(services.db),
-        search_budget=services.settings.observability_search_timeout,
+        CampaignRepository(work.session, tenant),
+        JobQueue(db),
+        search_budget=settings.observability_search_timeout,
     )
 
 

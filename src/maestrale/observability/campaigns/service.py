@@ -3,6 +3,7 @@ then enqueue the durable judging job), get, list, status, selected events, soft 
 
 from __future__ import annotations
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.ids import new_id
@@ -13,8 +14,7 @@ from maestrale.observability.campaigns.schemas import CampaignCreate, CampaignOu
 from maestrale.observability.campaigns.tables import Campaign
 from maestrale.observability.campaigns.tasks import KIND
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import DEFAULT_BUDGET, EventRepository
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.observability.events.repository import DEFAULT_BUDGET, ChatCompletionEventRepository
 from maestrale.observability.filters import compile_filters, compile_scan
 from maestrale.observability.judges.repository import JudgeRepository
 from maestrale.observability.judges.schemas import JudgeOut
@@ -37,7 +37,7 @@ class CampaignService:
 
     async def create(self, body: CampaignCreate, principal: Principal) -> Campaign:
         judge = await JudgeService(self.judges).get(body.judge_id)
-        events = EventRepository(self.session, self.tenant, budget=self.search_budget)
+        events = ChatCompletionEventRepository(self.session, self.tenant, budget=self.search_budget)
         where = compile_filters(body.search_params, events.dialect)
         scan = compile_scan(body.search_params, events.dialect)
         ids = await events.newest_ids(where, body.max_nb_events, scan=scan)

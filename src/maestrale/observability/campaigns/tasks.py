@@ -16,10 +16,10 @@ from typing import Any
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import AppError
 from maestrale.core.jobs.worker import JobContext, JobRegistry
-from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
+from maestrale.gateway.platform_calls import PlatformCalls
 from maestrale.observability.campaigns.repository import CampaignRepository, campaign_tenant
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.judges import judging
 from maestrale.observability.judges.schemas import JudgeDefinition
 
@@ -27,8 +27,8 @@ KIND = "observability.campaign"
 
 
 class CampaignTasks:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
+    def __init__(self, calls: PlatformCalls) -> None:
+        self.calls = calls
 
     async def run(self, ctx: JobContext) -> dict[str, Any]:
         campaign_id = str(ctx.payload["campaign_id"])
@@ -40,15 +40,15 @@ class CampaignTasks:
             raise
 
     async def _tenant(self, ctx: JobContext, campaign_id: str) -> Tenant | None:
-        async with ctx.db.session() as session:
-            return await campaign_tenant(session, campaign_id)
+        async with ctx.db.transaction() as work:
+            return await campaign_tenant(work.session, campaign_id)
 
     async def _set_status(self, ctx: JobContext, campaign_id: str, status: str) -> None:
         tenant = await self._tenant(ctx, campaign_id)
         if tenant is None:
             return
-        async with ctx.db.session() as session:
-            await CampaignRepository(session, tenant).set_status(campaign_id, status)
+        async with ctx.db.transaction() as work:
+            await CampaignRepository(work.session, tenant).set_status(campaign_id, status)
 
     async def _run(self, ctx: JobContext, campaign_id: str) -> dict[str, Any]:
         judged = 0
@@ -57,15 +57,15 @@ class CampaignTasks:
             return {"status": "deleted", "judged": judged}
         while True:
             ctx.check()
-            async with ctx.db.session() as session:
-                campaigns = CampaignRepository(session, tenant)
+            async with ctx.db.transaction() as work:
+                campaigns = CampaignRepository(work.session, tenant)
                 campaign = await campaigns.alive_by_id(campaign_id)
                 if campaign is None:
                     return {"status": "deleted", "judged": judged}
                 pending = await campaigns.next_unjudged(campaign_id)
                 if pending is None:
                     break
-                event = await EventRepository(session, tenant).get(pending)
+                event = await ChatCompletionEventRepository(work.session, tenant).get(pending)
                 messages = None if event is None else event.conversation()
                 caller = Caller(
                     campaign.organization_id,
@@ -75,8 +75,10 @@ class CampaignTasks:
                 )
                 definition = JudgeDefinition.model_validate(campaign.judge_definition)
             values = await self._judge(caller, definition, messages)
-            async with ctx.db.session() as session:
-                await CampaignRepository(session, tenant).save_verdict(campaign_id, pending, values)
+            async with ctx.db.transaction() as work:
+                await CampaignRepository(work.session, tenant).save_verdict(
+                    campaign_id, pending, values
+                )
             judged += 1
         await self._set_status(ctx, campaign_id, "COMPLETED")
         return {"status": "COMPLETED", "judged": judged}
@@ -88,11 +90,11 @@ class CampaignTasks:
         if messages is None:
             return {"error": "the event no longer exists"}
         try:
-            verdict = await judging.run_judge(self.gateway, caller, definition, messages)
+            verdict = await judging.run_judge(self.calls, caller, definition, messages)
         except AppError as exc:
             return {"error": exc.message}
         return {"analysis": verdict.analysis, "answer": verdict.answer}
 
 
-def register(registry: JobRegistry, gateway: Gateway) -> None:
-    registry.register(KIND, CampaignTasks(gateway).run)
+def register(registry: JobRegistry, calls: PlatformCalls) -> None:
+    registry.register(KIND, CampaignTasks(calls).run)

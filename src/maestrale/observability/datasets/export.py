@@ -1,9 +1,10 @@
 """Export a dataset to a JSONL file of the Files API and hand back a signed link to it.
 
 The records are read from the database in keyset pages of EXPORT_BATCH and streamed to blob
-storage as they are read: the export is never held in memory whole. Each page is read in a short
-transaction, released before its lines go to blob storage (a remote store, perhaps): no
-transaction stays open while the file is written. One line per live record,
+storage as they are read: the export is never held in memory whole. The request's blob store
+(`ReleasingBlobStore`) ends the transaction of the pages read before each chunk of their lines
+reaches it (a remote store, perhaps): no transaction stays open while the file is written.
+One line per live record,
 in the records' order: `{"id", "source", "payload", "properties"}` — the shape the file import
 reads back. The file belongs to the workspace (visibility `workspace`, purpose
 `dataset-export`), expires after EXPORT_DAYS, and the link is valid LINK_HOURS (a new one can be
@@ -21,7 +22,6 @@ from maestrale.core.blobs import CHUNK, BlobStore
 from maestrale.core.clock import utcnow
 from maestrale.core.ids import new_id
 from maestrale.core.jobs.queue import JobQueue
-from maestrale.core.uow import UnitOfWork
 from maestrale.files.service import EXPIRE_KIND, FileService
 from maestrale.files.tables import StoredFile
 from maestrale.observability.datasets.service import DatasetService
@@ -31,15 +31,12 @@ EXPORT_DAYS = 7
 LINK_HOURS = 24
 
 
-async def export_lines(
-    work: UnitOfWork, datasets: DatasetService, dataset_id: str
-) -> AsyncIterator[bytes]:
+async def export_lines(datasets: DatasetService, dataset_id: str) -> AsyncIterator[bytes]:
     """The dataset's records as JSONL, in chunks of about CHUNK bytes."""
     buffer = bytearray()
     after: tuple[datetime, str] | None = None
     while True:
         rows = await datasets.records.after(dataset_id, after, EXPORT_BATCH)
-        await work.release()
         for r in rows:
             doc = {"id": r.id, "source": r.source, "payload": r.payload, "properties": r.properties}
             buffer += orjson.dumps(doc)
@@ -55,7 +52,6 @@ async def export_lines(
 
 
 async def export_to_jsonl(
-    work: UnitOfWork,
     datasets: DatasetService,
     dataset_id: str,
     *,
@@ -66,7 +62,8 @@ async def export_to_jsonl(
     secret: bytes,
 ) -> str:
     """Write the export file and return a signed link to its content. The file's row and its
-    expiry are written in the request's transaction, after the content is stored."""
+    expiry are written in the request's transaction, after the content is stored; `blobs` is
+    the request's (`ReleasingBlobStore`), which ends the transaction before each write."""
     dataset = await datasets.get(dataset_id)
     tenant = datasets.datasets.tenant
     session = datasets.datasets.session
@@ -78,12 +75,11 @@ async def export_to_jsonl(
 
     async def counted() -> AsyncIterator[bytes]:
         nonlocal lines
-        async for chunk in export_lines(work, datasets, dataset.id):
+        async for chunk in export_lines(datasets, dataset.id):
             digest.update(chunk)
             lines += chunk.count(b"\n")
             yield chunk
 
-    await work.release()
     size = await blobs.put(key, counted())
     expires_at = utcnow() + timedelta(days=EXPORT_DAYS)
     try:

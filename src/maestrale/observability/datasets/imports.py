@@ -22,7 +22,7 @@ from maestrale.observability.datasets.service import DatasetService
 from maestrale.observability.datasets.tables import DatasetImportTask
 from maestrale.observability.datasets.tasks import KIND
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.pages import page_links
 
 _CHECK_CHUNK = 500
@@ -80,7 +80,7 @@ class DatasetImports:
     ) -> DatasetImportTask:
         dataset = await self.datasets.get(dataset_id)
         ids = unique(event_ids)
-        events = EventRepository(self.session, self.tenant)
+        events = ChatCompletionEventRepository(self.session, self.tenant)
         if missing := await self._missing(events.found_ids, ids):
             raise self._not_found("chat completion events", missing, "SEARCH_NOT_FOUND")
         return await self._start(dataset.id, creator_id, "explorer", {"ids": ids})

@@ -6,12 +6,13 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request, Response
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import CurrentTenant, StandardAuth
 from maestrale.core.auth.principal import Principal
+from maestrale.core.dependencies import Blobs, Db, ReleasingBlobs, SecretKey
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession, Work
-from maestrale.dependencies import AppServices
+from maestrale.core.routing import Work
 from maestrale.observability.campaigns.router import Campaigns
 from maestrale.observability.datasets.export import export_to_jsonl
 from maestrale.observability.datasets.imports import DatasetImports
@@ -48,15 +49,17 @@ PageSize = Annotated[int, Query()]
 Page = Annotated[int, Query()]
 
 
-def _datasets(session: DbSession, tenant: CurrentTenant) -> DatasetService:
-    return DatasetService(DatasetRepository(session, tenant), RecordRepository(session, tenant))
+def _datasets(work: Work, tenant: CurrentTenant) -> DatasetService:
+    return DatasetService(
+        DatasetRepository(work.session, tenant), RecordRepository(work.session, tenant)
+    )
 
 
 Datasets = Annotated[DatasetService, Depends(_datasets)]
 
 
-def _imports(datasets: Datasets, services: AppServices) -> DatasetImports:
-    return DatasetImports(datasets, JobQueue(services.db))
+def _imports(datasets: Datasets, db: Db) -> DatasetImports:
+    return DatasetImports(datasets, JobQueue(db))
 
 
 Imports = Annotated[DatasetImports, Depends(_imports)]
@@ -205,13 +208,13 @@ async def import_file(
     body: ImportFromFile,
     imports: Imports,
     principal: StandardAuth,
-    services: AppServices,
+    blobs: Blobs,
 ) -> DatasetImportTaskOut:
     """Import an uploaded JSONL file: one record a line, `{"payload", "properties"}` (what the
     export writes) or a bare conversation `{"messages": [...]}`. One bad line fails the task
     and imports nothing."""
     task = await imports.from_file(
-        dataset_id, body.file_id, _creator(principal), principal.key_id, services.blobs
+        dataset_id, body.file_id, _creator(principal), principal.key_id, blobs
     )
     return DatasetImportTaskOut.model_validate(task)
 
@@ -267,22 +270,22 @@ async def get_task(dataset_id: str, task_id: str, imports: Imports) -> DatasetIm
 async def export_jsonl(
     dataset_id: str,
     request: Request,
-    work: Work,
     datasets: Datasets,
     principal: StandardAuth,
-    services: AppServices,
+    settings: AppSettings,
+    blobs: ReleasingBlobs,
+    db: Db,
+    secret: SecretKey,
 ) -> DatasetExport:
     """Export the dataset to a JSONL file of the Files API; `file_url` is a signed link to its
     content (valid 24 hours; the file expires after 7 days)."""
-    settings = services.settings
     url = await export_to_jsonl(
-        work,
         datasets,
         dataset_id,
         key_id=principal.key_id,
-        blobs=services.blobs,
-        queue=JobQueue(services.db),
+        blobs=blobs,
+        queue=JobQueue(db),
         base_url=(settings.public_url or str(request.base_url)).rstrip("/"),
-        secret=services.secret_key,
+        secret=secret,
     )
     return DatasetExport(file_url=url)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.conversations.entries import to_messages
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.blobs import BlobStore
@@ -25,8 +26,7 @@ from maestrale.observability.campaigns.tables import CampaignEvent
 from maestrale.observability.datasets.repository import ConversationReads, RecordRepository
 from maestrale.observability.datasets.service import check_payload
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 
 BATCH = 200
 MAX_FILE_RECORDS = 100_000
@@ -83,8 +83,8 @@ class _ById:
 
     async def batches(self) -> AsyncIterator[list[Item]]:
         for chunk in _chunks(self.ids):
-            async with self.db.session() as session:
-                found = await self.load(session, self.tenant, chunk)
+            async with self.db.transaction() as work:
+                found = await self.load(work.session, self.tenant, chunk)
             yield [found.get(i) or Item(i, skipped="not found") for i in chunk]
 
 
@@ -94,7 +94,7 @@ def event_item(event: ChatCompletionEvent, key: str, **properties: Any) -> Item:
 
 
 async def _events(session: AsyncSession, tenant: Tenant, ids: Sequence[str]) -> dict[str, Item]:
-    events = await EventRepository(session, tenant).by_ids(ids)
+    events = await ChatCompletionEventRepository(session, tenant).by_ids(ids)
     return {e.id: event_item(e, e.id) for e in events}
 
 
@@ -141,8 +141,8 @@ class _Campaign:
     campaign_id: str
 
     async def total(self) -> int:
-        async with self.db.session() as session:
-            campaigns = CampaignRepository(session, self.tenant)
+        async with self.db.transaction() as work:
+            campaigns = CampaignRepository(work.session, self.tenant)
             if await campaigns.alive_by_id(self.campaign_id) is None:
                 raise ImportFailed(f"campaign {self.campaign_id} was deleted")
             return await campaigns.count_events(self.campaign_id)
@@ -150,8 +150,8 @@ class _Campaign:
     async def batches(self) -> AsyncIterator[list[Item]]:
         after = -1
         while True:
-            async with self.db.session() as session:
-                campaigns = CampaignRepository(session, self.tenant)
+            async with self.db.transaction() as work:
+                campaigns = CampaignRepository(work.session, self.tenant)
                 campaign = await campaigns.get(self.campaign_id)
                 judge_name = campaign.judge_definition.get("name") if campaign else None
                 rows = await campaigns.verdicts(self.campaign_id, after, BATCH)

@@ -70,19 +70,19 @@ class DatasetImportTasks:
     async def _finish(
         self, db: Database, task_id: str, status: str, message: str, progress: int | None = None
     ) -> None:
-        async with db.session() as session:
-            tenant = await import_task_tenant(session, task_id)
+        async with db.transaction() as work:
+            tenant = await import_task_tenant(work.session, task_id)
             if tenant is not None:
-                tasks = ImportTaskRepository(session, tenant)
+                tasks = ImportTaskRepository(work.session, tenant)
                 await tasks.finish(task_id, status, message, progress)
 
     async def _alive(self, db: Database, task_id: str) -> DatasetImportTask | None:
         """The task if it is still running and its dataset alive (else it is ended)."""
-        async with db.session() as session:
-            tenant = await import_task_tenant(session, task_id)
+        async with db.transaction() as work:
+            tenant = await import_task_tenant(work.session, task_id)
             if tenant is None:
                 return None
-            task, dataset_alive = await ImportTaskRepository(session, tenant).running(task_id)
+            task, dataset_alive = await ImportTaskRepository(work.session, tenant).running(task_id)
         if task is None:
             return None
         if dataset_alive:
@@ -128,10 +128,10 @@ class DatasetImportTasks:
             for item in batch
             if item.payload is not None
         }
-        async with db.session() as session:
-            await RecordRepository(session, _tenant(task)).insert_missing(rows)
+        async with db.transaction() as work:
+            await RecordRepository(work.session, _tenant(task)).insert_missing(rows)
             progress = min(99, done * 100 // max(total, 1))
-            await ImportTaskRepository(session, _tenant(task)).progress(task.id, progress)
+            await ImportTaskRepository(work.session, _tenant(task)).progress(task.id, progress)
         return len(rows)
 
 

@@ -10,12 +10,12 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, desc, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.budget import StatementTimeout, statement_budget
 from maestrale.core.db import Database
 from maestrale.core.pagination import keyset_after
 from maestrale.observability.budget import search_budget
-from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.fields import FieldSpec
 from maestrale.observability.filters import extra_string
 
@@ -34,7 +34,7 @@ DEFAULT_BUDGET = 30.0
 SCAN_PROBE_SECONDS = 0.1
 
 
-class EventRepository:
+class ChatCompletionEventRepository:
     """Events of the tenant's workspace. Searches (a WHERE compiled from filters) each run
     within `budget` seconds, past which they fail with a 408 (DATABASE_TIMEOUT)."""
 
@@ -220,8 +220,8 @@ async def stream_ids(
         .order_by(desc(E.created_at), desc(E.id))
         .execution_options(yield_per=size)
     )
-    async with db.sessionmaker() as session, search_budget(session, budget) as limit:
-        result = await session.stream_scalars(stmt)
+    async with db.transaction() as work, search_budget(work.session, budget) as limit:
+        result = await work.session.stream_scalars(stmt)
         async for part in result.partitions(size):
             yield list(part)
             limit.renew()

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Query
 from fastapi.responses import StreamingResponse
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import CurrentTenant
-from maestrale.core.routing import DbSession, Work
-from maestrale.dependencies import AppServices, AppSettings
-from maestrale.gateway.dependencies import CallerDep, GatewayDep
+from maestrale.core.dependencies import Db
+from maestrale.core.routing import Work
+from maestrale.gateway.dependencies import CallerDep, PlatformCallsDep
 from maestrale.observability.errors import observability_router
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.events.schemas import (
     FeedOut,
     FieldOptionCountsRequest,
@@ -29,15 +30,15 @@ if TYPE_CHECKING:
 router = observability_router(prefix="/observability", tags=["observability"])
 
 
-def _events(session: DbSession, tenant: CurrentTenant, settings: AppSettings) -> EventService:
+def _events(work: Work, tenant: CurrentTenant, settings: AppSettings) -> EventService:
     budget = settings.observability_search_timeout
-    return EventService(EventRepository(session, tenant, budget=budget))
+    return EventService(ChatCompletionEventRepository(work.session, tenant, budget=budget))
 
 
 def _similar(
     work: Work,
     tenant: CurrentTenant,
-    gateway: GatewayDep,
+    calls: PlatformCallsDep,
     caller: CallerDep,
     settings: AppSettings,
 ) -> SimilarEvents:
@@ -47,7 +48,7 @@ def _similar(
     return SimilarEvents(
         work,
         tenant,
-        gateway,
+        calls,
         caller,
         model=settings.similar_events_model,
         embed_limit=settings.similar_events_embed_limit,
@@ -73,12 +74,12 @@ async def search_events(
 
 @router.post("/chat-completion-events/search-ids")
 async def search_event_ids(
-    body: SearchEventsRequest, tenant: CurrentTenant, services: AppServices
+    body: SearchEventsRequest, tenant: CurrentTenant, db: Db, settings: AppSettings
 ) -> StreamingResponse:
     """The ids of every event matching `search_params`, newest first, in one streamed
     response (no pages)."""
-    budget = services.settings.observability_search_timeout
-    chunks = await ids_json(services.db, tenant, body.search_params, budget)
+    budget = settings.observability_search_timeout
+    chunks = await ids_json(db, tenant, body.search_params, budget)
     return StreamingResponse(chunks, media_type="application/json")
 
 

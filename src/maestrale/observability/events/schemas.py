@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from maestrale.observability.events.tables import ChatCompletionEvent
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.observability.filters import FilterPayload
 
 

@@ -8,16 +8,16 @@ from typing import Any
 
 import orjson
 
+from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import as_utc
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError
 from maestrale.core.pagination import MAX_PAGE_SIZE, decode_cursor, encode_cursor
-from maestrale.observability import fields as F
+from maestrale.observability import fields as event_fields
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository, stream_ids
+from maestrale.observability.events.repository import ChatCompletionEventRepository, stream_ids
 from maestrale.observability.events.schemas import FeedOut, SearchEventsOut, full, preview
-from maestrale.observability.events.tables import ChatCompletionEvent
 from maestrale.observability.filters import FilterPayload, compile_filters, compile_scan
 
 
@@ -28,7 +28,7 @@ def event_not_found(event_id: str) -> ObservabilityError:
 
 
 class EventService:
-    def __init__(self, repo: EventRepository) -> None:
+    def __init__(self, repo: ChatCompletionEventRepository) -> None:
         self.repo = repo
 
     async def get(self, event_id: str) -> dict[str, Any]:
@@ -73,20 +73,20 @@ class EventService:
         types: dict[str, set[str]] = {}
         for extra in await self.repo.extra_samples():
             for key, value in extra.items():
-                if value is not None and F.EXTRA_KEY.match(str(key)):
-                    types.setdefault(str(key), set()).add(F.value_type(value))
+                if value is not None and event_fields.EXTRA_KEY.match(str(key)):
+                    types.setdefault(str(key), set()).add(event_fields.value_type(value))
         extras = [
-            F.extra_field(key, next(iter(kinds)) if len(kinds) == 1 else None)
+            event_fields.extra_field(key, next(iter(kinds)) if len(kinds) == 1 else None)
             for key, kinds in sorted(types.items())
         ]
-        specs = [*F.EVENT_FIELDS.values(), *extras]
+        specs = [*event_fields.EVENT_FIELDS.values(), *extras]
         return {
             "field_definitions": [s.definition() for s in specs],
-            "field_groups": F.FIELD_GROUPS,
+            "field_groups": event_fields.FIELD_GROUPS,
         }
 
-    def _option_field(self, field_name: str) -> F.FieldSpec:
-        spec = F.resolve(field_name, error_code="FIELDS_NOT_FOUND", status=404)
+    def _option_field(self, field_name: str) -> event_fields.FieldSpec:
+        spec = event_fields.resolve(field_name, error_code="FIELDS_NOT_FOUND", status=404)
         if not spec.has_options:
             raise ObservabilityError(
                 f"field {field_name!r} ({spec.type}) has no options: options exist for ENUM, "
@@ -97,7 +97,7 @@ class EventService:
 
     async def options(self, field_name: str, operator: str) -> dict[str, Any]:
         spec = self._option_field(field_name)
-        F.check_operator(spec, operator, error_code="FIELDS_BAD_REQUEST")
+        event_fields.check_operator(spec, operator, error_code="FIELDS_BAD_REQUEST")
         if operator == "isnull":
             return {"options": [True, False]}
         return {"options": await self.repo.options(spec)}

@@ -20,18 +20,16 @@ import uuid
 
 import numpy as np
 
-from maestrale.completions.execute import run_embeddings
-from maestrale.completions.schemas import EmbeddingRequest
+from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.errors import NotFound
 from maestrale.core.uow import UnitOfWork
 from maestrale.engines.text import content_text
-from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
+from maestrale.gateway.platform_calls import PlatformCalls
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.events.service import event_not_found
-from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.events.vector_repository import VectorRepository, normalised
 
 SIMILARITY_MODEL = "mistral-embed"
@@ -56,16 +54,16 @@ class SimilarEvents:
         self,
         work: UnitOfWork,
         tenant: Tenant,
-        gateway: Gateway,
+        calls: PlatformCalls,
         caller: Caller,
         *,
         model: str = SIMILARITY_MODEL,
         embed_limit: int = 2000,
     ) -> None:
         self.work = work
-        self.events = EventRepository(work.session, tenant)
+        self.events = ChatCompletionEventRepository(work.session, tenant)
         self.vectors = VectorRepository(work.session, tenant, model)
-        self.gateway = gateway
+        self.calls = calls
         self.caller = caller
         self.embed_limit = embed_limit
 
@@ -106,14 +104,13 @@ class SimilarEvents:
                 await self._embed({e.id: conversation_text(e) for e in events})
 
     async def _embed(self, texts: dict[str, str]) -> dict[str, np.ndarray]:
-        """Embed the texts by event id with no transaction open, then store their vectors (in
-        a new transaction, which the next step releases or the request commits)."""
-        await self.work.release()
+        """Embed the texts by event id (the gateway releases the request's transaction first),
+        then store their vectors (in a new transaction, which the next call releases or the
+        request commits)."""
         model = self.vectors.model
-        body = EmbeddingRequest(model=model, input=list(texts.values()))
+        body = {"model": model, "input": list(texts.values())}
         try:
-            _, response = await run_embeddings(
-                self.gateway,
+            response = await self.calls.embeddings(
                 self.caller,
                 body,
                 correlation_id=f"similar-{uuid.uuid4()}",

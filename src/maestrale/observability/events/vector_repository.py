@@ -23,8 +23,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.auth.principal import Tenant
-from maestrale.observability.events.tables import ChatCompletionEvent as E
 from maestrale.observability.events.tables import EventEmbedding as V
 
 SCAN_CHUNK = 4096

@@ -1,4 +1,4 @@
-"""Live judging: a judge asks its model, through the gateway (so the call is accounted and
+"""Live judging: a judge asks its model, as a chat completion request (so the call is accounted and
 recorded as an event), for `{analysis, answer}` under a JSON schema built from its output; the
 answer is checked (an option value, or a number within [min, max]) and an invalid answer is
 retried, then a 502 that says why. Callers hold no transaction while a judge runs."""
@@ -9,11 +9,11 @@ import json
 import uuid
 from typing import Any
 
-from maestrale.completions.execute import complete_chat, prepare_chat
-from maestrale.completions.schemas import ChatCompletionRequest
+from pydantic import ValidationError
+
 from maestrale.core.errors import NotFound
-from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
+from maestrale.gateway.platform_calls import PlatformCalls
 from maestrale.observability.errors import ObservabilityError
 from maestrale.observability.judges.schemas import (
     ClassificationOutput,
@@ -86,48 +86,49 @@ def render_conversation(messages: list[dict[str, Any]], properties: dict[str, An
     return text
 
 
+def _unformattable(exc: ValueError) -> ObservabilityError:
+    return ObservabilityError(
+        f"the judge cannot build its request: {exc}", "JUDGE_CONVERSATION_FORMAT_ERROR"
+    )
+
+
 async def run_judge(
-    gateway: Gateway,
+    calls: PlatformCalls,
     caller: Caller,
     judge: JudgeDefinition,
     messages: list[dict[str, Any]],
     properties: dict[str, Any] | None = None,
 ) -> JudgeOutput:
     try:
-        body = ChatCompletionRequest.model_validate(
-            {
-                "model": judge.model_name,
-                "messages": [
-                    {"role": "system", "content": _system_prompt(judge)},
-                    {"role": "user", "content": render_conversation(messages, properties)},
-                ],
-                "temperature": 0,
-                "response_format": {
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": "judge_output",
-                        "schema": output_schema(judge.output),
-                        "strict": True,
-                    },
+        body = {
+            "model": judge.model_name,
+            "messages": [
+                {"role": "system", "content": _system_prompt(judge)},
+                {"role": "user", "content": render_conversation(messages, properties)},
+            ],
+            "temperature": 0,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "judge_output",
+                    "schema": output_schema(judge.output),
+                    "strict": True,
                 },
-            }
-        )
+            },
+        }
     except ValueError as exc:
-        raise ObservabilityError(
-            f"the judge cannot build its request: {exc}", "JUDGE_CONVERSATION_FORMAT_ERROR"
-        ) from exc
+        raise _unformattable(exc) from exc
     correlation = f"judge-{uuid.uuid4()}"
     reasons = []
     for _ in range(ATTEMPTS):
         try:
-            call, request = await prepare_chat(
-                gateway, caller, body, correlation_id=correlation, source="judge"
-            )
+            result = await calls.chat(caller, body, correlation_id=correlation, source="judge")
+        except ValidationError as exc:
+            raise _unformattable(exc) from exc
         except NotFound as exc:
             raise ObservabilityError(
                 f"model_name {judge.model_name!r}: {exc.message}", "VALIDATION_ERROR"
             ) from exc
-        result = await complete_chat(gateway, call, judge.model_name, request)
         content = result["choices"][0]["message"].get("content")
         try:
             return check_answer(content, judge.output)

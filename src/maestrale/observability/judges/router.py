@@ -9,8 +9,8 @@ from fastapi import Depends, Query, Response
 
 from maestrale.core.auth.dependencies import CurrentTenant, StandardAuth
 from maestrale.core.pagination import PageParams
-from maestrale.core.routing import DbSession, Work
-from maestrale.gateway.dependencies import CallerDep, GatewayDep
+from maestrale.core.routing import Work
+from maestrale.gateway.dependencies import CallerDep, PlatformCallsDep
 from maestrale.observability.errors import observability_router
 from maestrale.observability.judges.repository import JudgeRepository
 from maestrale.observability.judges.schemas import (
@@ -27,12 +27,14 @@ from maestrale.observability.judges.service import JudgeService, LiveJudging
 router = observability_router(prefix="/observability", tags=["observability"])
 
 
-def _judges(session: DbSession, tenant: CurrentTenant) -> JudgeService:
-    return JudgeService(JudgeRepository(session, tenant))
+def _judges(work: Work, tenant: CurrentTenant) -> JudgeService:
+    return JudgeService(JudgeRepository(work.session, tenant))
 
 
-def _live(work: Work, tenant: CurrentTenant, gateway: GatewayDep, caller: CallerDep) -> LiveJudging:
-    return LiveJudging(work, tenant, gateway, caller)
+def _live(
+    work: Work, tenant: CurrentTenant, calls: PlatformCallsDep, caller: CallerDep
+) -> LiveJudging:
+    return LiveJudging(work, tenant, calls, caller)
 
 
 Judges = Annotated[JudgeService, Depends(_judges)]

@@ -8,8 +8,9 @@ revision's `base_revision` names the first one. Earlier revisions are read by id
 listed, cannot be updated (JUDGE_ALREADY_HAS_NEW_VERSION) nor deleted on their own; deleting a
 judge deletes its revisions. An update that changes nothing is refused (JUDGE_DID_NOT_CHANGE).
 
-Live judging reads what it judges (a judge, an event, a dataset record), releases the request's
-transaction, and only then asks the model: no transaction is open during the call."""
+Live judging reads what it judges (a judge, an event, a dataset record), then asks the model
+through the gateway, which releases the request's transaction first: none is open during the
+call."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from maestrale.core.clock import utcnow
 from maestrale.core.ids import new_id
 from maestrale.core.pagination import PageParams
 from maestrale.core.uow import UnitOfWork
-from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
+from maestrale.gateway.platform_calls import PlatformCalls
 from maestrale.observability.datasets.repository import DatasetRepository, RecordRepository
 from maestrale.observability.datasets.service import DatasetService
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import EventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.events.service import EventService
 from maestrale.observability.judges import judging
 from maestrale.observability.judges.repository import JudgeRepository
@@ -144,10 +145,12 @@ class JudgeService:
 class LiveJudging:
     """Judge a conversation now, through the gateway, in the request's unit of work."""
 
-    def __init__(self, work: UnitOfWork, tenant: Tenant, gateway: Gateway, caller: Caller) -> None:
+    def __init__(
+        self, work: UnitOfWork, tenant: Tenant, calls: PlatformCalls, caller: Caller
+    ) -> None:
         self.work = work
         self.tenant = tenant
-        self.gateway = gateway
+        self.calls = calls
         self.caller = caller
 
     async def _judge(
@@ -156,8 +159,7 @@ class LiveJudging:
         messages: list[dict[str, Any]],
         properties: dict[str, Any] | None = None,
     ) -> JudgeOutput:
-        await self.work.release()
-        return await judging.run_judge(self.gateway, self.caller, definition, messages, properties)
+        return await judging.run_judge(self.calls, self.caller, definition, messages, properties)
 
     async def messages(
         self, judge_id: str, messages: list[dict[str, Any]], properties: dict[str, Any] | None
@@ -169,7 +171,7 @@ class LiveJudging:
 
     async def event(self, event_id: str, definition: JudgeDefinition) -> JudgeOutput:
         """The verdict of a judge definition on an event's conversation."""
-        events = EventService(EventRepository(self.work.session, self.tenant))
+        events = EventService(ChatCompletionEventRepository(self.work.session, self.tenant))
         event = await events.event(event_id)
         return await self._judge(definition, event.conversation())
 

@@ -3,10 +3,10 @@ sandbox.
 
 Every sandbox gets new user, pid, network, ipc, uts and (where possible) cgroup namespaces, no
 capabilities, a fresh /proc and a minimal /dev, a read-only root holding only the Python runtime
-(see `runtime.py`), size-limited tmpfs mounts for the scratch directory, /tmp and /dev/shm, and
-an empty environment, and the seccomp filter of `seccomp.py` (`--seccomp`). bwrap runs with an
-empty environment too: its own process is the sandbox's pid 1, whose /proc/1/environ the code
-could otherwise read.
+(see `python_runtime.py`), size-limited tmpfs mounts for the scratch directory, /tmp and
+/dev/shm, and an empty environment, and the seccomp filter of `seccomp.py` (`--seccomp`). bwrap
+runs with an empty environment too: its own process is the sandbox's pid 1, whose
+/proc/1/environ the code could otherwise read.
 
 RLIMIT_NPROC does not hold for processes of the host's root (the kernel exempts uid 0 whatever
 the user namespace): a server running as root starts bwrap as an unprivileged uid
@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from maestrale.tools.code.runtime import PythonRuntime
+from maestrale.tools.code.python_runtime import PythonRuntime
 
 # bwrap 0.8 brought `--size` (a size-limited tmpfs) and `--disable-userns`.
 MIN_VERSION = (0, 8, 0)

@@ -35,7 +35,7 @@ from maestrale.tools.code.cgroups import (
     find_cgroups,
     run_name,
 )
-from maestrale.tools.code.runtime import PythonRuntime
+from maestrale.tools.code.python_runtime import PythonRuntime
 
 if TYPE_CHECKING:
     from maestrale.config import Settings

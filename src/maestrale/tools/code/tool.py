@@ -21,12 +21,11 @@ from maestrale.core.errors import AppError
 from maestrale.core.fair import FairShare, QueueTimeout, Share, current
 from maestrale.tools.base import ToolContext
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
+from maestrale.tools.code.python_runtime import RuntimeNotFound, find_runtime
 from maestrale.tools.code.runner import Limits, ProducedFile, RunResult, Sandbox
-from maestrale.tools.code.runtime import RuntimeNotFound, find_runtime
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
-    from maestrale.services import Services
 
 CODE_INTERPRETER = "code_interpreter"
 MAX_CODE_CHARS = 200_000
@@ -118,8 +117,7 @@ class CodeInterpreter:
         found = await asyncio.to_thread(self.sandbox, settings)
         return found if isinstance(found, str) else None
 
-    def unavailable(self, services: Services) -> str | None:
-        settings = services.settings
+    def unavailable(self, settings: Settings) -> str | None:
         if not settings.code_interpreter_enabled:
             return DISABLED
         found = self.sandbox(settings)
@@ -224,7 +222,9 @@ class CodeInterpreter:
             mimetype = mimetypes.guess_type(produced.name)[0] or "application/octet-stream"
             try:
                 file_id, file_name = await save_generated_file(
-                    context.services,
+                    context.services.db,
+                    context.services.blobs,
+                    context.services.settings,
                     context.tenant,
                     filename=os.path.basename(produced.name),
                     data=produced.data,

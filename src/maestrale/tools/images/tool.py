@@ -21,7 +21,7 @@ from maestrale.tools.images.upstream import generate, missing_setting
 from maestrale.tools.web.upstream import UpstreamError
 
 if TYPE_CHECKING:
-    from maestrale.services import Services
+    from maestrale.config import Settings
 
 IMAGE_GENERATION = "image_generation"
 MAX_PROMPT_CHARS = 4000
@@ -40,8 +40,8 @@ class ImageGeneration:
     def __init__(self, sizes: Sequence[str] = ()) -> None:
         self.sizes = list(sizes)
 
-    def unavailable(self, services: Services) -> str | None:
-        return missing_setting(services.settings)
+    def unavailable(self, settings: Settings) -> str | None:
+        return missing_setting(settings)
 
     def offer(self, entry: dict[str, Any]) -> ServerTool:
         size: dict[str, Any] = {
@@ -99,7 +99,9 @@ class ImageGeneration:
 
         try:
             file_id, file_name = await save_generated_file(
-                context.services,
+                context.services.db,
+                context.services.blobs,
+                context.services.settings,
                 context.tenant,
                 filename=f"image_{uuid.uuid4().hex[:12]}.{image.extension}",
                 data=generated.data,

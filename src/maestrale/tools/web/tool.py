@@ -23,7 +23,6 @@ from maestrale.tools.web.upstream import UpstreamError
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
-    from maestrale.services import Services
 
 log = logging.getLogger("maestrale.tools.web")
 
@@ -45,8 +44,8 @@ class WebSearch:
         self.premium = premium
         self.type = WEB_SEARCH_PREMIUM if premium else WEB_SEARCH
 
-    def unavailable(self, services: Services) -> str | None:
-        return None if services.settings.web_search_url else UNCONFIGURED
+    def unavailable(self, settings: Settings) -> str | None:
+        return None if settings.web_search_url else UNCONFIGURED
 
     def offer(self, entry: dict[str, Any]) -> ServerTool:
         reads = (

@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.workflows.events.schemas import CLOSING, EventIn
-from maestrale.workflows.tables import Execution, ExecutionStatus, WorkflowEvent
+from maestrale.workflows.events.tables import WorkflowEvent
+from maestrale.workflows.executions.tables import Execution, ExecutionStatus
 
 # Rows per INSERT: well under SQLite's bound on parameters (13 columns a row).
 _CHUNK = 200
@@ -43,7 +44,7 @@ def ns_to_datetime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
-class EventRepository:
+class WorkflowEventRepository:
     def __init__(self, session: AsyncSession, tenant: Tenant) -> None:
         self.session = session
         self.tenant = tenant

@@ -9,10 +9,10 @@ from fastapi.responses import StreamingResponse
 
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
+from maestrale.core.dependencies import Db
 from maestrale.core.routing import Work
 from maestrale.core.sse import SSE_EVENT, sse_response
 from maestrale.core.validation import INT64_MAX
-from maestrale.dependencies import app_services
 from maestrale.workflows.dependencies import workspace_engine
 from maestrale.workflows.errors import WorkflowErrorOut, not_found
 from maestrale.workflows.events.repository import EventFilter
@@ -95,6 +95,7 @@ def _given(value: str) -> str | None:
 async def get_stream_events(
     request: Request,
     principal: StandardAuth,
+    db: Db,
     scope: Literal["activity", "workflow", "*"] = "*",
     activity_name: Glob = "*",
     activity_id: Glob = "*",
@@ -131,7 +132,6 @@ async def get_stream_events(
             and (act_id is None or attributes.get("task_id") == act_id)
         )
 
-    services = app_services(request)
     tenant = Tenant.of(principal)
     engine = workspace_engine(request, tenant)
     spec = StreamSpec(
@@ -147,7 +147,7 @@ async def get_stream_events(
         watch=_given(workflow_exec_id) or _given(root_workflow_exec_id),
         keep=keep,
     )
-    stream_ = EventStream(spec, services.db.sessionmaker, engine)
+    stream_ = EventStream(spec, db.sessionmaker, engine)
     return sse_response(stream_.frames())
 
 
@@ -156,6 +156,7 @@ async def stream_workflow_execution(
     execution_id: str,
     request: Request,
     service: Events,
+    db: Db,
     event_source: Literal["DATABASE", "LIVE", "HYBRID"] | None = None,
     last_event_id: Annotated[str | None, Query(max_length=20)] = None,
 ) -> StreamingResponse:
@@ -163,7 +164,6 @@ async def stream_workflow_execution(
     come (`HYBRID`, the default), only those to come (`LIVE`), or only those stored
     (`DATABASE`); after `last_event_id` when given. Ends once the execution has ended and its
     events were sent."""
-    services = app_services(request)
     engine = workspace_engine(request, service.tenant)
     events = service.events
     if await events.execution(execution_id) is None:
@@ -174,7 +174,6 @@ async def stream_workflow_execution(
         after = await events.last_seq()
     else:
         after = 0
-    await service.work.release()
     spec = StreamSpec(
         tenant=service.tenant,
         namespace=engine.namespace,
@@ -183,4 +182,6 @@ async def stream_workflow_execution(
         follow=event_source != "DATABASE",
         watch=execution_id,
     )
-    return sse_response(EventStream(spec, services.db.sessionmaker, engine).frames())
+    # The route commits the request's reads before the stream starts, which then reads in
+    # short transactions of its own.
+    return sse_response(EventStream(spec, db.sessionmaker, engine).frames())

@@ -15,7 +15,7 @@ from maestrale.core.pagination import decode_cursor, encode_cursor
 from maestrale.core.uow import UnitOfWork
 from maestrale.core.validation import INT64_MAX
 from maestrale.workflows.errors import WorkflowError
-from maestrale.workflows.events.repository import EventFilter, EventRepository
+from maestrale.workflows.events.repository import EventFilter, WorkflowEventRepository
 from maestrale.workflows.events.schemas import EventIn, EventList
 
 MAX_LIMIT = 1000
@@ -47,8 +47,8 @@ class EventService:
         self.tenant = tenant
 
     @property
-    def events(self) -> EventRepository:
-        return EventRepository(self.work.session, self.tenant)
+    def events(self) -> WorkflowEventRepository:
+        return WorkflowEventRepository(self.work.session, self.tenant)
 
     async def ingest(self, events: Sequence[EventIn]) -> int:
         """Store `events` (duplicates ignored) and close the runs they end; how many came."""

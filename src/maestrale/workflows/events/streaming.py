@@ -28,9 +28,14 @@ from maestrale.core.clock import utcnow
 from maestrale.core.sse import sse_event
 from maestrale.core.uow import unit_of_work
 from maestrale.workflows.errors import WorkflowError
-from maestrale.workflows.events.repository import EventFilter, EventRepository, ns_to_datetime
+from maestrale.workflows.events.repository import (
+    EventFilter,
+    WorkflowEventRepository,
+    ns_to_datetime,
+)
 from maestrale.workflows.events.schemas import FINAL
-from maestrale.workflows.tables import ExecutionStatus, WorkflowEvent
+from maestrale.workflows.events.tables import WorkflowEvent
+from maestrale.workflows.executions.tables import ExecutionStatus
 from maestrale.workflows.temporal.engine import TemporalEngine
 
 log = logging.getLogger("maestrale.workflows.events")
@@ -105,7 +110,7 @@ class EventStream:
         """The messages of the next events, and how many events were read."""
         spec = self.spec
         async with unit_of_work(self.sessions) as work:
-            events = EventRepository(work.session, spec.tenant)
+            events = WorkflowEventRepository(work.session, spec.tenant)
             self.lag = events.settle_lag() if spec.follow else timedelta(0)
             rows = await events.after(self.after, spec.wanted, BATCH, settled=spec.follow)
             out = []
@@ -124,7 +129,8 @@ class EventStream:
         execution_id = self.spec.watch
         assert execution_id is not None
         async with unit_of_work(self.sessions) as work:
-            row = await EventRepository(work.session, self.spec.tenant).execution(execution_id)
+            events = WorkflowEventRepository(work.session, self.spec.tenant)
+            row = await events.execution(execution_id)
             status, end = (None, None) if row is None else (row.status, row.end_time)
         if status in _ENDED:
             return end or utcnow()

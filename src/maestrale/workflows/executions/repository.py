@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from maestrale.core.clock import utcnow
 from maestrale.core.repository import WorkspaceRepository
-from maestrale.workflows.tables import Execution
+from maestrale.workflows.executions.tables import Execution
 
 
 class ExecutionRepository(WorkspaceRepository[Execution]):

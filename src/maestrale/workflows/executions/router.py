@@ -30,11 +30,7 @@ async def get_workflow_execution(execution_id: str, service: Executions) -> Exec
     return await service.get(execution_id)
 
 
-# Its own router: `workflows.router` places it (first).
-execute_router = workflows_router(prefix="/workflows", tags=["workflows executions"])
-
-
-@execute_router.post("/{workflow_identifier}/execute", response_model=ExecutionOut)
+@router.post("/{workflow_identifier}/execute", response_model=ExecutionOut)
 async def execute_workflow(
     workflow_identifier: str, body: ExecutionRequest, service: Executions
 ) -> ExecutionOut:

@@ -7,7 +7,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
-from maestrale.workflows.tables import Execution
+from maestrale.workflows.executions.tables import Execution
 
 EXECUTION_ID = r"^[a-zA-Z0-9_-]+$"
 

@@ -3,7 +3,8 @@
 Temporal is the authority on an execution; the index row is what the platform knows around it
 (workspace, workflow, deployment, caller) and a copy of its last known state, refreshed from
 Temporal whenever a caller reads a running one. No database transaction is open while Temporal
-is called (DESIGN §3): each operation reads, releases, calls, then writes.
+is called (DESIGN §3): each operation reads, calls (the request's engine ends the transaction
+first), then writes.
 """
 
 from __future__ import annotations
@@ -20,14 +21,9 @@ from maestrale.core.uow import UnitOfWork
 from maestrale.workflows.errors import AMBIGUOUS, NOT_FOUND, WorkflowError, not_found
 from maestrale.workflows.executions.repository import ExecutionRepository
 from maestrale.workflows.executions.schemas import ExecutionOut, ExecutionRequest
+from maestrale.workflows.executions.tables import Execution, ExecutionStatus
 from maestrale.workflows.registry.repository import RegistryRepository
-from maestrale.workflows.tables import (
-    Deployment,
-    Execution,
-    ExecutionStatus,
-    Registration,
-    Workflow,
-)
+from maestrale.workflows.registry.tables import Deployment, Registration, Workflow
 from maestrale.workflows.temporal.engine import TemporalEngine
 from maestrale.workflows.temporal.payloads import start_payload
 
@@ -119,7 +115,6 @@ class ExecutionService:
             if owner is not None and owner != self.tenant.workspace_id:
                 raise id_taken(execution_id)
         timeout = registration.definition.get("execution_timeout")
-        await self.work.release()
 
         token = str(uuid.uuid4())
         payload = start_payload(
@@ -152,7 +147,6 @@ class ExecutionService:
             raise id_taken(execution_id) from None
         if not body.wait_for_result:
             return ExecutionOut.of(row)
-        await self.work.release()
         wait = min(
             body.timeout_seconds or self.settings.wait_seconds, self.settings.max_wait_seconds
         )
@@ -181,9 +175,8 @@ class ExecutionService:
         return ExecutionOut.of(await self.refresh(row))
 
     async def refresh(self, row: Execution) -> Execution:
-        """Ask Temporal for `row`'s state (releasing the transaction), then write it back."""
+        """Ask Temporal for `row`'s state (the transaction ends first), then write it back."""
         execution_id = row.id
-        await self.work.release()
         try:
             described = await self.engine.describe(execution_id)
         except WorkflowError as exc:

@@ -1,9 +1,10 @@
 """Bringing index rows up to date with Temporal, several executions at a time (after a batch
 action, for a page of runs).
 
-The caller reads its rows, releases its transaction, then `observe` asks Temporal (a few calls
-at a time, none with a transaction open: DESIGN §3); `record` writes what was seen in a short
-transaction, skipping a row that moved meanwhile (another request wrote a newer state).
+The caller reads its rows, then `observe` asks Temporal (a few calls at a time, none with a
+transaction open: the request's engine ends it first, DESIGN §3); `record` writes what was seen
+in a short transaction, skipping a row that moved meanwhile (another request wrote a newer
+state).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from maestrale.core.clock import utcnow
 from maestrale.workflows.errors import WorkflowError
 from maestrale.workflows.executions.repository import ExecutionRepository
-from maestrale.workflows.tables import Execution, ExecutionStatus
+from maestrale.workflows.executions.tables import Execution, ExecutionStatus
 from maestrale.workflows.temporal.control import TemporalControl
 from maestrale.workflows.temporal.engine import Described
 

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.ids import new_id
-from maestrale.workflows.tables import Deployment, DeploymentWorker, Registration, Workflow
+from maestrale.workflows.registry.tables import Deployment, DeploymentWorker, Registration, Workflow
 
 
 def is_uuid(value: str) -> bool:

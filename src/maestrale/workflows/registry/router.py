@@ -24,8 +24,6 @@ from maestrale.workflows.registry.service import MAX_LIMIT
 from maestrale.workflows.routing import workflows_router
 
 router = workflows_router(prefix="/workflows", tags=["workflows"])
-# Registered last: `/{workflow_identifier}` would shadow the fixed routes.
-workflow_router = workflows_router(prefix="/workflows", tags=["workflows"])
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 Cursor = Annotated[str | None, Query(max_length=32)]
@@ -143,13 +141,13 @@ async def get_deployment(name: str, service: Registry) -> DeploymentDetail:
     return await service.get_deployment(name)
 
 
-@workflow_router.get("/{workflow_identifier}", response_model=WorkflowGet)
+@router.get("/{workflow_identifier}", response_model=WorkflowGet)
 async def get_workflow(workflow_identifier: str, service: Registry) -> WorkflowGet:
     """A workflow (by id or name), active while a live worker serves it."""
     return await service.get_workflow(workflow_identifier)
 
 
-@workflow_router.put("/{workflow_identifier}", response_model=WorkflowOne)
+@router.put("/{workflow_identifier}", response_model=WorkflowOne)
 async def update_workflow(
     workflow_identifier: str, body: WorkflowUpdate, service: Registry
 ) -> WorkflowOne:
@@ -157,13 +155,13 @@ async def update_workflow(
     return await service.update_workflow(workflow_identifier, body)
 
 
-@workflow_router.put("/{workflow_identifier}/archive", response_model=WorkflowOne)
+@router.put("/{workflow_identifier}/archive", response_model=WorkflowOne)
 async def archive_workflow(workflow_identifier: str, service: Registry) -> WorkflowOne:
     """Archive a workflow: it is listed as archived and cannot be executed."""
     return await service.set_archived(workflow_identifier, True)
 
 
-@workflow_router.put("/{workflow_identifier}/unarchive", response_model=WorkflowOne)
+@router.put("/{workflow_identifier}/unarchive", response_model=WorkflowOne)
 async def unarchive_workflow(workflow_identifier: str, service: Registry) -> WorkflowOne:
     """Unarchive a workflow."""
     return await service.set_archived(workflow_identifier, False)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from maestrale.workflows.tables import Deployment, DeploymentWorker, Registration, Workflow
+from maestrale.workflows.registry.tables import Deployment, DeploymentWorker, Registration, Workflow
 
 
 class WorkflowOut(BaseModel):

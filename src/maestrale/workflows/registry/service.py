@@ -29,7 +29,7 @@ from maestrale.workflows.registry.schemas import (
     WorkflowUpdate,
     WorkflowWithStatus,
 )
-from maestrale.workflows.tables import Deployment, Workflow
+from maestrale.workflows.registry.tables import Deployment, Workflow
 
 MAX_LIMIT = 1000
 _MAX_OFFSET = 1 << 31

@@ -10,8 +10,9 @@ import sqlalchemy as sa
 
 from maestrale.core.db import UTCDateTime
 from maestrale.workflows.executions.repository import ExecutionRepository
+from maestrale.workflows.executions.tables import Execution
+from maestrale.workflows.registry.tables import Workflow
 from maestrale.workflows.runs.schemas import RunFilters, SortBy
-from maestrale.workflows.tables import Execution, Workflow
 
 # The end time a run that has not ended sorts by: after every real one (newest when
 # descending), so that the key of every row is a datetime and a page token can hold it.

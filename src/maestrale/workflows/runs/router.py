@@ -1,5 +1,4 @@
-"""Runs: list the workspace's executions, read one run by its id, and its history. Fixed
-`/workflows/runs...` paths, registered before `/workflows/{workflow_identifier}`."""
+"""Runs: list the workspace's executions, read one run by its id, and its history."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from maestrale.core.clock import as_utc
 from maestrale.core.pagination import MAX_PAGE_SIZE
 from maestrale.workflows.dependencies import Executions
 from maestrale.workflows.errors import WorkflowError
-from maestrale.workflows.executions.control_router import HISTORY_RESPONSES, history_response
+from maestrale.workflows.executions.actions.router import HISTORY_RESPONSES, history_response
 from maestrale.workflows.executions.schemas import ExecutionOut
 from maestrale.workflows.routing import workflows_router
 from maestrale.workflows.runs.schemas import RunFilters, RunList, SortBy, StatusFilter

@@ -19,9 +19,9 @@ from maestrale.workflows.errors import WorkflowError, not_found
 from maestrale.workflows.executions.schemas import ExecutionOut, ExecutionSummary
 from maestrale.workflows.executions.service import ExecutionService
 from maestrale.workflows.executions.sync import observe, record, snapshot
+from maestrale.workflows.executions.tables import Execution, ExecutionStatus
 from maestrale.workflows.runs.repository import RunRepository, key_of
 from maestrale.workflows.runs.schemas import RunFilters, RunList, SortBy
-from maestrale.workflows.tables import Execution, ExecutionStatus
 from maestrale.workflows.temporal.control import INVALID, TemporalControl
 
 
@@ -111,7 +111,6 @@ class RunService:
         if not rows:
             return
         before = snapshot(rows)
-        await self.service.work.release()
         observed = await observe(self.temporal, list(before))
         await record(self.runs, observed, before)
 
@@ -127,7 +126,6 @@ class RunService:
             return row, canonical
         # Not the latest run the index knows: an earlier one, which Temporal's visibility
         # can name the execution of.
-        await self.service.work.release()
         execution_id = await self.temporal.execution_of_run(canonical)
         row = await self.runs.get(execution_id) if execution_id is not None else None
         if row is None:
@@ -142,7 +140,6 @@ class RunService:
                 return latest
             row = await self.service.row(row.id)  # a newer run began meanwhile
         base = ExecutionOut.of(row)
-        await self.service.work.release()
         described = await self.temporal.engine.describe(row.id, run_id)
         result: Any = None
         if described.status == ExecutionStatus.COMPLETED:
@@ -165,5 +162,4 @@ class RunService:
 
     async def history(self, run_id: str, decode_payloads: bool) -> dict[str, Any]:
         row, run_id = await self.resolve(run_id)
-        await self.service.work.release()
         return await self.temporal.history(row.id, run_id, decode_payloads=decode_payloads)

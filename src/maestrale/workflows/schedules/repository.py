@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from maestrale.core.repository import WorkspaceRepository
-from maestrale.workflows.tables import Schedule, Workflow
+from maestrale.workflows.registry.tables import Workflow
+from maestrale.workflows.schedules.tables import Schedule
 
 
 class ScheduleRepository(WorkspaceRepository[Schedule]):

@@ -2,8 +2,9 @@
 
 The schedule, its state and its history live in Temporal; the `workflow_schedules` row says
 whose it is (every call is scoped by it: another workspace's id is a 404 `WF_1200`) and keeps
-its spec as written. No transaction is open while Temporal is called (DESIGN §3): a creation
-reserves the id (committed), then creates the schedule, and frees the id if Temporal refused.
+its spec as written. No transaction is open while Temporal is called (DESIGN §3: the request's
+engine ends it before each call): a creation reserves the id, which that commits, then creates
+the schedule, and frees the id if Temporal refused.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from maestrale.core.pagination import decode_cursor, encode_cursor
 from maestrale.core.uow import UnitOfWork
 from maestrale.workflows.errors import SCHEDULE_INVALID, WorkflowError, not_found
 from maestrale.workflows.executions.service import ExecutionService, ExecutionSettings
-from maestrale.workflows.schedules import temporal as T
+from maestrale.workflows.schedules import temporal
 from maestrale.workflows.schedules.repository import ScheduleRepository
 from maestrale.workflows.schedules.schemas import (
     MAX_PAGE,
@@ -34,7 +35,7 @@ from maestrale.workflows.schedules.schemas import (
     ScheduleRequest,
     ScheduleSpecIn,
 )
-from maestrale.workflows.tables import Schedule
+from maestrale.workflows.schedules.tables import Schedule
 from maestrale.workflows.temporal.engine import TemporalEngine
 
 # Temporal calls at once when a page of schedules is described.
@@ -63,7 +64,7 @@ class ScheduleService:
     async def _row(self, schedule_id: str) -> Schedule:
         row = await self.schedules.get(schedule_id)
         if row is None:
-            raise T.not_found(schedule_id)
+            raise temporal.not_found(schedule_id)
         return row
 
     async def _handle(self, schedule_id: str) -> Any:
@@ -72,12 +73,11 @@ class ScheduleService:
 
     async def _call(self, schedule_id: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """A call on the schedule's Temporal handle, outside any transaction."""
-        await self.work.release()
         handle = await self._handle(schedule_id)
         try:
             return await getattr(handle, method)(*args, **kwargs)
         except Exception as exc:
-            raise T.translated(exc, schedule_id) from exc
+            raise temporal.translated(exc, schedule_id) from exc
 
     # -- create -----------------------------------------------------------------------------
 
@@ -110,11 +110,10 @@ class ScheduleService:
         except IntegrityError as exc:  # taken meanwhile
             raise _taken(schedule_id) from exc
         timeout = registration.definition.get("execution_timeout")
-        await self.work.release()
 
         definition = body.schedule
         schedule = TemporalSchedule(
-            action=T.action_of(
+            action=temporal.action_of(
                 workflow.name,
                 definition.input,
                 schedule_id=schedule_id,
@@ -122,8 +121,8 @@ class ScheduleService:
                 namespace=self.settings.namespace,
                 execution_timeout=timedelta(seconds=float(timeout)) if timeout else None,
             ),
-            spec=T.spec_of(spec),
-            policy=T.policy_of(definition.policy),
+            spec=temporal.spec_of(spec),
+            policy=temporal.policy_of(definition.policy),
             state=_limit(ScheduleState(), definition.max_executions),
         )
         try:
@@ -131,8 +130,10 @@ class ScheduleService:
             await client.create_schedule(schedule_id, schedule)
         except Exception as exc:
             await self.schedules.delete(await self._row(schedule_id))
+            # Committed now: the reservation was, and the failed request's rollback would not
+            # free the id.
             await self.work.release()
-            raise T.translated(exc, schedule_id) from exc
+            raise temporal.translated(exc, schedule_id) from exc
         return schedule_id
 
     # -- read -------------------------------------------------------------------------------
@@ -141,7 +142,7 @@ class ScheduleService:
         row = await self._row(schedule_id)
         spec = ScheduleSpecIn.model_validate(row.spec)
         described = await self._call(schedule_id, "describe")
-        return T.output_of(described, spec)
+        return temporal.output_of(described, spec)
 
     async def _describe(self, row: Schedule, gate: asyncio.Semaphore) -> ScheduleOut | None:
         async with gate:
@@ -149,11 +150,11 @@ class ScheduleService:
                 handle = await self._handle(row.id)
                 described = await handle.describe()
             except Exception as exc:
-                error = T.translated(exc, row.id)
+                error = temporal.translated(exc, row.id)
                 if error.status_code == 404:
                     return None  # deleted in Temporal behind the platform's back
                 raise error from exc
-        return T.output_of(described, ScheduleSpecIn.model_validate(row.spec))
+        return temporal.output_of(described, ScheduleSpecIn.model_validate(row.spec))
 
     async def list(
         self,
@@ -178,7 +179,6 @@ class ScheduleService:
                 after=after, limit=size, workflow_name=workflow_name, user_id=user_id
             )
             exhausted = len(rows) < size
-            await self.work.release()
             described = await asyncio.gather(*(self._describe(row, gate) for row in rows))
             for row, one in zip(rows, described, strict=True):
                 if len(out) == size:
@@ -210,7 +210,7 @@ class ScheduleService:
             schedule = update.description.schedule
             if "input" in given:
                 old = schedule.action
-                schedule.action = T.action_of(
+                schedule.action = temporal.action_of(
                     old.workflow,
                     changes.input,
                     schedule_id=old.id,
@@ -219,9 +219,9 @@ class ScheduleService:
                     execution_timeout=old.execution_timeout,
                 )
             if given & set(SPEC_FIELDS):
-                schedule.spec = T.spec_of(spec)
+                schedule.spec = temporal.spec_of(spec)
             if "policy" in given:
-                schedule.policy = T.policy_of(changes.policy)
+                schedule.policy = temporal.policy_of(changes.policy)
             if "max_executions" in given:
                 schedule.state = _limit(schedule.state, changes.max_executions)
             return ScheduleUpdate(schedule=schedule)

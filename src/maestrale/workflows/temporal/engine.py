@@ -2,19 +2,23 @@
 
 One connection per process, made on first use (a Temporal that is down at start does not stop
 the server; its calls answer 503 until it is back); every call is made in the caller's
-workspace's namespace (`for_workspace`), made on first use (`namespaces`). Temporal errors
-become the group's errors: an unknown execution is a 404 `WF_1100`, one already running a 409
-`WF_1101`, an unreachable frontend a 503 `WF_1103`.
+workspace's namespace (`for_workspace`), made on first use (`namespaces`). A request's view
+(`releasing`) ends the request's transaction before each call. Temporal errors become the
+group's errors: an unknown execution is a 404 `WF_1100`, one already running a 409 `WF_1101`,
+an unreachable frontend a 503 `WF_1103`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from maestrale.core.db import Database
+from maestrale.core.uow import Release
 from maestrale.workflows.errors import (
     ALREADY_STARTED,
     NOT_FOUND,
@@ -22,7 +26,7 @@ from maestrale.workflows.errors import (
     WorkflowError,
     engine_failed,
 )
-from maestrale.workflows.tables import ExecutionStatus
+from maestrale.workflows.executions.tables import ExecutionStatus
 from maestrale.workflows.temporal.namespaces import Connection, workspace_namespace
 
 log = logging.getLogger("maestrale.workflows.temporal")
@@ -84,7 +88,7 @@ class TemporalTarget:
 class TemporalEngine:
     """Maestrale's Temporal client (`temporalio`), connected lazily: the process's engine, and
     the views of it bound to one workspace's namespace (`for_workspace`), which every call of
-    the workflows API goes through."""
+    the workflows API goes through, and to a request's transaction (`releasing`)."""
 
     def __init__(
         self,
@@ -101,6 +105,30 @@ class TemporalEngine:
         self.connection = connection or Connection(
             target.address, tls=target.tls, api_key=target.api_key
         )
+        # The transaction owner's `release` and the database that proves it ended
+        # (`releasing`); None: the caller holds no transaction.
+        self.release: Release | None = None
+        self.db: Database | None = None
+        self._releasing: asyncio.Lock | None = None
+
+    def releasing(self, release: Release, db: Database) -> TemporalEngine:
+        """This (workspace's) engine for the owner of a unit of work (a request): before each
+        call to Temporal it ends the owner's transaction (`release`), so that none is open
+        while Temporal answers (DESIGN §3), and no caller has to remember to."""
+        view = copy.copy(self)
+        view.release, view.db = release, db
+        view._releasing = asyncio.Lock()
+        return view
+
+    async def _release_owner(self) -> None:
+        if self.release is None or self._releasing is None:
+            return
+        # Calls gathered in tasks of their own share the owner's one session: the first ends
+        # its transaction, the others then find none (a session cannot commit twice at once).
+        async with self._releasing:
+            await self.release()
+        if self.db is not None:
+            self.db.check_released("a call to Temporal")
 
     def for_workspace(self, workspace_id: str) -> TemporalEngine:
         """The engine bound to the workspace's namespace (one connection for all)."""
@@ -114,7 +142,9 @@ class TemporalEngine:
         return self._namespace
 
     async def client(self) -> Any:
-        """A client of the workspace's namespace, which exists once this returns."""
+        """A client of the workspace's namespace, which exists once this returns; every call
+        to Temporal starts here, so the owner's transaction ends here (`releasing`)."""
+        await self._release_owner()
         return await self.connection.client(self.namespace)
 
     async def handle(self, execution_id: str, run_id: str | None = None) -> Any:
@@ -177,6 +207,8 @@ class TemporalEngine:
         (continue-as-new); what closed it, or None if it still runs. One long poll of the
         run's close event gives its status, time and result: no describe, no second call.
         Never cancels it."""
+        # Ended here, in the caller's task, rather than in the one `wait_for` runs the poll in.
+        await self._release_owner()
         try:
             return await asyncio.wait_for(self._close_event(execution_id, run_id), timeout)
         except TimeoutError:

@@ -12,17 +12,25 @@ from maestrale.core.auth.principal import Principal
 from maestrale.core.auth.repository import KeyRepository
 
 if TYPE_CHECKING:
-    from maestrale.services import Services
+    from maestrale.config import Settings
+    from maestrale.core.auth.cache import KeyCache
+    from maestrale.core.db import Database
+    from maestrale.workflows.temporal.engine import TemporalEngine
 
 log = logging.getLogger("maestrale.workflows.proxy")
 
 
-async def start_worker_proxy(stack: contextlib.AsyncExitStack, services: Services) -> int | None:
-    """Serve the worker proxy for the life of `stack`; its port, or None (logged: the API still
-    runs, `workers/whoami` answers 503) when it cannot listen."""
-    engine = services.workflows
-    if engine is None:
-        return None
+async def start_worker_proxy(
+    stack: contextlib.AsyncExitStack,
+    engine: TemporalEngine,
+    *,
+    db: Database,
+    key_cache: KeyCache,
+    settings: Settings,
+) -> int | None:
+    """Serve the worker proxy of `engine` for the life of `stack`, resolving keys through
+    `key_cache` (then `db`); its port, or None (logged: the API still runs, `workers/whoami`
+    answers 503) when it cannot listen."""
     try:
         from maestrale.workflows.temporal.proxy import serve_worker_proxy
     except ImportError as exc:  # grpcio comes with the [workflows] extra
@@ -30,16 +38,15 @@ async def start_worker_proxy(stack: contextlib.AsyncExitStack, services: Service
         return None
 
     async def load(key_hash: str) -> Principal | None:
-        async with services.db.sessionmaker() as session:
-            return await KeyRepository(session).principal_for_hash(key_hash)
+        async with db.transaction() as work:
+            return await KeyRepository(work.session).principal_for_hash(key_hash)
 
     async def resolve(key: str) -> Principal | None:
-        principal = await services.key_cache.lookup(hash_key(key), load)
+        principal = await key_cache.lookup(hash_key(key), load)
         if principal is not None:
-            services.key_cache.mark_used(principal.key_id)
+            key_cache.mark_used(principal.key_id)
         return principal
 
-    settings = services.settings
     host = settings.temporal_proxy_host or settings.host
     try:
         port = await stack.enter_async_context(

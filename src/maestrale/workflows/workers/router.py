@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from maestrale.config.dependencies import AppSettings
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Tenant
-from maestrale.dependencies import app_services
 from maestrale.workflows.dependencies import Workers, temporal_engine
 from maestrale.workflows.errors import engine_failed
 from maestrale.workflows.routing import workflows_router
@@ -25,13 +25,12 @@ router = workflows_router(prefix="/workflows", tags=["workflows workers"])
 
 
 @router.get("/workers/whoami", response_model=WorkerInfo)
-async def whoami(request: Request, principal: StandardAuth) -> WorkerInfo:
+async def whoami(request: Request, principal: StandardAuth, settings: AppSettings) -> WorkerInfo:
     """Where a worker finds the engine: the address of Maestrale's worker proxy (never Temporal's
     own), which admits the key to its workspace's namespace only; that namespace (made on first
     use), and the features the worker should use (v1 events, no graph upload).
     `MAESTRALE_TEMPORAL_PUBLIC_ADDRESS` names the proxy as workers reach it, when that is not the
     host they reach the API at."""
-    settings = app_services(request).settings
     engine = temporal_engine(request)
     if engine.proxy_port is None:
         raise engine_failed("the worker proxy is not listening", status_code=503)

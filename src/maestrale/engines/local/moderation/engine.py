@@ -34,7 +34,6 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from maestrale.catalog.config import CatalogError, ModelSpec
 from maestrale.engines.local import engine_options
 from maestrale.engines.local.moderation.categories import CLEAN, EXAMPLES
 from maestrale.engines.local.moderation.pii import PiiDetector
@@ -47,6 +46,7 @@ from maestrale.engines.moderation_types import (
     ModerationResult,
     ModerationVerdict,
 )
+from maestrale.engines.specs import CatalogError, ModelSpec
 from maestrale.engines.types import EngineError
 
 # The extra must be installed for the engine to be offered at all (checked without importing
