@@ -31,7 +31,7 @@ from maestrale.engines.specs import load_catalog
 from maestrale.libraries.ingest.chunking import chunk
 from maestrale.libraries.ingest.embedding import embed
 from maestrale.libraries.ingest.errors import EmbeddingUnavailable
-from maestrale.libraries.ingest.extract import Limits, extract
+from maestrale.libraries.ingest.extract import ExtractionLimits, extract
 from maestrale.libraries.ingest.pipeline import ocr_engine
 from tests.libraries.ingest import samples
 
@@ -105,7 +105,7 @@ async def run_kind(
     data = make()
     for _ in range(docs):
         started = time.perf_counter()
-        extracted = await extract(data, name, None, engine, limits=Limits.of(settings))
+        extracted = await extract(data, name, None, engine, limits=ExtractionLimits.of(settings))
         read = time.perf_counter()
         pieces = chunk(extracted.pages, size)
         result = await embed(services, [piece.text for piece in pieces])

@@ -23,10 +23,10 @@ from bench.gateway.processes import BenchError
 from bench.harness import Call, Result, interleaved, run_main
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
 from maestrale.tools.code.python_runtime import RuntimeNotFound, find_runtime
-from maestrale.tools.code.runner import Limits, Sandbox
+from maestrale.tools.code.runner import Sandbox, SandboxLimits
 
 TARGET_MS = 150.0
-LIMITS = Limits()
+LIMITS = SandboxLimits()
 
 
 def cpu_now() -> float:

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from maestrale.accounting.tables import ChatCompletionEvent
 from maestrale.conversations.entries import entry, message_output
 from maestrale.conversations.histories import Histories
-from maestrale.conversations.loop.run import RunResult
+from maestrale.conversations.loop.run import TurnsResult
 from maestrale.conversations.loop.turn_request import EMPTY
 from maestrale.conversations.repository import ConversationRepository
 from maestrale.conversations.service import ConversationService, Prepared
@@ -132,7 +132,7 @@ async def test_entries_are_kept_only_once_committed(app: FastAPI, tenant: Tenant
     caller = Caller(tenant.organization_id, tenant.workspace_id)
     outputs = [message_output("echo: x", None, "maestrale-echo")]
     target = Target(model="maestrale-echo")
-    result = RunResult(outputs, {}, target)
+    result = TurnsResult(outputs, {}, target)
 
     def service_in(work: UnitOfWork) -> ConversationService:
         leases = TurnLeases(services.db, tenant, TurnLeasePolicy())

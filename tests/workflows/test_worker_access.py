@@ -37,7 +37,7 @@ from temporalio.api.workflowservice.v1 import (
     UpdateNamespaceRequest,
 )
 
-from maestrale.workflows.temporal.access import Grant, Refused, Rules
+from maestrale.workflows.temporal.access import AccessRefused, Grant, Rules
 
 WS = "temporal.api.workflowservice.v1.WorkflowService"
 OPS = "temporal.api.operatorservice.v1.OperatorService"
@@ -60,7 +60,7 @@ def allowed(rules: Rules, method: str, request: Message | bytes) -> bool:
     raw = request if isinstance(request, bytes) else request.SerializeToString()
     try:
         rules.check(method, raw, A)
-    except Refused:
+    except AccessRefused:
         return False
     return True
 

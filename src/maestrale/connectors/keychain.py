@@ -19,7 +19,7 @@ from maestrale.connectors.credentials import (
     seal_credential,
 )
 from maestrale.connectors.errors import CredentialsMoved, CredentialsNotFound
-from maestrale.connectors.network import Endpoint
+from maestrale.connectors.network import ServerEndpoint
 from maestrale.connectors.oauth.tokens import Tokens
 from maestrale.connectors.repository import scopes_of
 from maestrale.connectors.schemas import CredentialsIn
@@ -166,7 +166,7 @@ class Keychain:
             )
         return deleted
 
-    async def endpoint(self, row: Connector, credentials_name: str | None = None) -> Endpoint:
+    async def endpoint(self, row: Connector, credentials_name: str | None = None) -> ServerEndpoint:
         """How to reach `row` as the caller, with the credentials it would use: read now, so
         that the call itself needs no session."""
         rows = await self.repo.credentials(row.id, scopes_of(self.tenant))
@@ -176,7 +176,7 @@ class Keychain:
                 f"connector {row.name!r} has no credentials named {credentials_name[:128]!r}",
                 param="credentials_name",
             )
-        return Endpoint(
+        return ServerEndpoint(
             connector_id=row.id,
             name=row.name,
             server=row.server,

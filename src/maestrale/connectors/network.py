@@ -37,7 +37,7 @@ REFRESH_MARGIN = timedelta(seconds=30)
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
+class ServerEndpoint:
     """Everything a call to one connector needs, read from the database beforehand."""
 
     connector_id: str
@@ -49,7 +49,7 @@ class Endpoint:
     oauth_metadata: dict[str, Any] | None = None
     oauth_client: dict[str, Any] | None = None
 
-    def with_authorization(self, token: str) -> Endpoint:
+    def with_authorization(self, token: str) -> ServerEndpoint:
         """This endpoint with a bearer token given by the request (a conversation tool's
         `authorization`), which replaces any stored credential."""
         headers = {**self.headers, "Authorization": f"Bearer {token}"}
@@ -61,7 +61,7 @@ class Resolved:
     """What a direct tool call reads before it runs: the endpoint with the caller's credentials,
     the caller's policy, the connector's name."""
 
-    endpoint: Endpoint
+    endpoint: ServerEndpoint
     policy: ToolPolicy
     name: str
 
@@ -107,7 +107,9 @@ class ConnectorRuntime:
     async def aclose(self) -> None:
         await self.clients.aclose()
 
-    async def discover(self, endpoint: Endpoint, release: Release | None = None) -> ServerInfo:
+    async def discover(
+        self, endpoint: ServerEndpoint, release: Release | None = None
+    ) -> ServerInfo:
         """The server's card and tools (`release`: see `_with_auth`)."""
         return await self._with_auth(
             endpoint,
@@ -119,7 +121,7 @@ class ConnectorRuntime:
 
     async def call(
         self,
-        endpoint: Endpoint,
+        endpoint: ServerEndpoint,
         tool: str,
         arguments: dict[str, Any],
         release: Release | None = None,
@@ -135,7 +137,7 @@ class ConnectorRuntime:
 
     async def _with_auth(
         self,
-        endpoint: Endpoint,
+        endpoint: ServerEndpoint,
         send: Callable[[dict[str, str]], Awaitable[T]],
         release: Release | None,
     ) -> T:
@@ -158,7 +160,7 @@ class ConnectorRuntime:
             return await send(call_headers(endpoint.headers, renewed))
 
     async def fresh(
-        self, endpoint: Endpoint, credential: Credential | None = None, *, force: bool = False
+        self, endpoint: ServerEndpoint, credential: Credential | None = None, *, force: bool = False
     ) -> Credential | None:
         """The endpoint's credential, its OAuth2 tokens refreshed when they expire within
         `REFRESH_MARGIN` (or `force`); a credential that cannot be refreshed is returned as it

@@ -14,7 +14,7 @@ from typing import Any
 from maestrale.connectors.errors import ConnectorInactive, ConnectorNotFound
 from maestrale.connectors.keychain import Keychain
 from maestrale.connectors.mcp import McpFailure
-from maestrale.connectors.network import ConnectorRuntime, Endpoint
+from maestrale.connectors.network import ConnectorRuntime, ServerEndpoint
 from maestrale.connectors.policy import ToolPolicy
 from maestrale.connectors.service import ConnectorService, ConnectorSettings
 from maestrale.connectors.tables import Connector
@@ -37,9 +37,9 @@ class ConnectorToolbox:
     def __init__(self, runtime: ConnectorRuntime) -> None:
         self.runtime = runtime
         self._tools: list[ServerTool] = []
-        self._routes: dict[str, tuple[Endpoint, str]] = {}
+        self._routes: dict[str, tuple[ServerEndpoint, str]] = {}
 
-    def add(self, tool: ServerTool, endpoint: Endpoint, remote_name: str) -> None:
+    def add(self, tool: ServerTool, endpoint: ServerEndpoint, remote_name: str) -> None:
         self._tools.append(tool)
         self._routes[tool.name] = (endpoint, remote_name)
 
@@ -98,7 +98,7 @@ class ConnectorToolboxes:
         names = [str(t.get("connector_id") or "") for t in wanted]
         rows = await service.repo.find_many(names)
         by_key = {key: row for row in rows for key in (row.id, row.name)}
-        chosen: list[tuple[Connector, ToolPolicy, Endpoint]] = []
+        chosen: list[tuple[Connector, ToolPolicy, ServerEndpoint]] = []
         for spec, key in zip(wanted, names, strict=True):
             row = by_key.get(key)
             if row is None:
@@ -146,7 +146,7 @@ class ConnectorToolboxes:
         return toolbox
 
     async def _tool_lists(
-        self, work: UnitOfWork, targets: list[tuple[Connector, Endpoint]]
+        self, work: UnitOfWork, targets: list[tuple[Connector, ServerEndpoint]]
     ) -> list[list[dict[str, Any]]]:
         """Each connector's cached tools, fetched again first (concurrently, with the session's
         transaction ended) where the cache is missing or older than its TTL."""

@@ -1,7 +1,7 @@
 """A connector's tools: discovering them on its server (on create, on demand, and when the cache
 is older than its TTL), listing them, and calling one directly (the toolbox that offers them to a
 conversation's model is in `toolbox`). Every server call runs with no transaction open: what a
-call needs is read first (`Endpoint`), the runtime ends the transaction (given its `release`),
+call needs is read first (`ServerEndpoint`), the runtime ends the transaction (given its `release`),
 the call runs, and what it learnt is stored in a short transaction of its own."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from maestrale.connectors.errors import ConnectorForbidden, ConnectorInactive, ToolServerFailed
 from maestrale.connectors.keychain import Keychain
 from maestrale.connectors.mcp import McpFailure, ServerInfo, ToolResult
-from maestrale.connectors.network import ConnectorRuntime, Endpoint, Resolved
+from maestrale.connectors.network import ConnectorRuntime, Resolved, ServerEndpoint
 from maestrale.connectors.tables import Connector
 from maestrale.core.clock import as_utc, utcnow
 from maestrale.core.errors import BadRequest, UpstreamTimeout
@@ -32,7 +32,7 @@ def failure_reason(exc: McpFailure) -> str:
 
 
 async def discover(
-    runtime: ConnectorRuntime, endpoint: Endpoint, release: Release | None = None
+    runtime: ConnectorRuntime, endpoint: ServerEndpoint, release: Release | None = None
 ) -> ServerInfo | None:
     """Reach the server (once `release` ended the caller's transaction), read its card and
     tools, and cache them on the connector; a server that cannot be reached (or refuses the

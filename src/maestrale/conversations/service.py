@@ -20,7 +20,7 @@ from maestrale.conversations.entries import (
 )
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.loop import confirmations
-from maestrale.conversations.loop.run import Emit, RunResult, check_first_turn, run_turns
+from maestrale.conversations.loop.run import Emit, TurnsResult, check_first_turn, run_turns
 from maestrale.conversations.loop.tool_calls import ServerCall
 from maestrale.conversations.loop.turn_request import EMPTY, TurnPrefix
 from maestrale.conversations.repository import ConversationRepository, TurnRow
@@ -395,7 +395,7 @@ class ConversationService:
         history: list[dict[str, Any]],
         prefix: TurnPrefix,
         emit: Emit | None,
-    ) -> RunResult:
+    ) -> TurnsResult:
         if emit is not None:
             await emit(
                 {
@@ -437,7 +437,7 @@ class ConversationService:
         row: Conversation | TurnRow,
         first: int,
         history: list[dict[str, Any]],
-        result: RunResult,
+        result: TurnsResult,
         lease: TurnLease | None = None,
     ) -> None:
         """Write the entries of `history` from `first` on (a restart's copy), the request's and
@@ -471,7 +471,7 @@ class ConversationService:
 
         self.work.on_commit(committed)
 
-    def _response(self, prepared: Prepared, result: RunResult) -> ConversationResponse:
+    def _response(self, prepared: Prepared, result: TurnsResult) -> ConversationResponse:
         return ConversationResponse(
             conversation_id=prepared.conversation_id,
             outputs=result.outputs,

@@ -13,7 +13,7 @@ import pytest
 
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.libraries.ingest.errors import Unreadable
-from maestrale.libraries.ingest.extract import Limits, extract
+from maestrale.libraries.ingest.extract import ExtractionLimits, extract
 from tests.libraries.ingest import samples
 
 
@@ -34,7 +34,7 @@ def readers() -> list[int]:
 
 async def refused(data: bytes, name: str, **bounds: Any) -> str:
     with pytest.raises(Unreadable) as caught:
-        await extract(data, name, None, None, limits=Limits(**bounds))
+        await extract(data, name, None, None, limits=ExtractionLimits(**bounds))
     return caught.value.reason
 
 
@@ -52,11 +52,15 @@ async def test_docx_bomb_of_paragraphs_is_refused_before_it_is_parsed() -> None:
 
 async def test_flat_html_over_the_element_bound() -> None:
     fits = b"<p>x</p>" * 1_000
-    assert (await extract(fits, "a.html", None, None, limits=Limits(max_elements=1_000))).pages
+    assert (
+        await extract(fits, "a.html", None, None, limits=ExtractionLimits(max_elements=1_000))
+    ).pages
     reason = await refused(fits + b"<p>y</p>", "a.html", max_elements=1_000)
     assert reason == "the HTML document has over 1000 elements, over the bound"
     lines = b"- item\n" * 250  # up to 4 tokens a line
-    assert (await extract(lines, "a.md", None, None, limits=Limits(max_elements=1_000))).pages
+    assert (
+        await extract(lines, "a.md", None, None, limits=ExtractionLimits(max_elements=1_000))
+    ).pages
     reason = await refused(lines + b"- more\n", "a.md", max_elements=1_000)
     assert reason == "the Markdown document has over 1000 elements, over the bound"
 
@@ -73,7 +77,9 @@ async def test_a_document_over_the_time_bound_is_stopped() -> None:
 async def test_a_document_over_the_memory_bound_is_stopped() -> None:
     bound = 96 * 1024 * 1024  # the child's interpreter and parsers take about 42 MiB
     small = b"<p>" + b"word " * 100 + b"</p>"
-    assert await extract(small, "a.html", None, None, limits=Limits(parse_memory_bytes=bound))
+    assert await extract(
+        small, "a.html", None, None, limits=ExtractionLimits(parse_memory_bytes=bound)
+    )
     big = b"<p>x</p>" * 100_000  # about 110 MB of BeautifulSoup objects
     reason = await refused(big, "big.html", max_elements=1_000_000, parse_memory_bytes=bound)
     # A MemoryError, or (with another build of libxml2) a crash, once the bound is reached.
@@ -94,7 +100,9 @@ class UnusedOcr:
 async def test_scanned_pages_over_the_ocr_bound() -> None:
     scans = samples.scanned_pdf(pages=2)
     with pytest.raises(Unreadable) as caught:
-        await extract(scans, "scans.pdf", None, UnusedOcr(), limits=Limits(max_ocr_pages=0))
+        await extract(
+            scans, "scans.pdf", None, UnusedOcr(), limits=ExtractionLimits(max_ocr_pages=0)
+        )
     assert caught.value.reason == (
         "the document has over 0 scanned pages to recognise (page 1 is one more)"
     )
@@ -103,7 +111,7 @@ async def test_scanned_pages_over_the_ocr_bound() -> None:
 async def test_other_documents_are_read_while_a_bomb_is_parsed_and_it_is_killed() -> None:
     slow = samples.docx_of_paragraphs(200_000, "word")
     bomb = asyncio.create_task(
-        extract(slow, "slow.docx", None, None, limits=Limits(max_elements=10_000_000))
+        extract(slow, "slow.docx", None, None, limits=ExtractionLimits(max_elements=10_000_000))
     )
     for _ in range(5):
         small = await extract(b"<p>another workspace's notes</p>", "n.html", None, None)

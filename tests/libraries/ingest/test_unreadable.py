@@ -14,7 +14,7 @@ from PIL import Image
 from maestrale.engines.ocr_types import OcrImage, OcrLine
 from maestrale.engines.types import EngineError
 from maestrale.libraries.ingest.errors import OcrUnavailable, Unreadable
-from maestrale.libraries.ingest.extract import Limits, extract
+from maestrale.libraries.ingest.extract import ExtractionLimits, extract
 from tests.libraries.ingest import samples
 
 pytest.importorskip("pypdfium2")
@@ -99,12 +99,12 @@ async def test_ocr_engine_failures() -> None:
 
 
 async def test_too_many_pages() -> None:
-    reason = await unreadable(samples.text_pdf(5), "long.pdf", limits=Limits(max_pages=3))
+    reason = await unreadable(samples.text_pdf(5), "long.pdf", limits=ExtractionLimits(max_pages=3))
     assert "5 pages" in reason and "limit of 3" in reason
 
 
 async def test_too_much_text() -> None:
-    limits = Limits(max_text_chars=200)
+    limits = ExtractionLimits(max_text_chars=200)
     assert "over 200 characters" in await unreadable(samples.text_pdf(3), "a.pdf", limits=limits)
     assert "over 200 characters" in await unreadable(b"word " * 100, "a.txt", limits=limits)
     assert "over 200 characters" in await unreadable(b"w" * 10_000, "a.txt", limits=limits)
@@ -115,7 +115,7 @@ async def test_too_much_text() -> None:
 async def test_docx_zip_bomb_is_refused_before_it_is_unpacked() -> None:
     bomb = samples.docx_bomb(64 * 1024 * 1024)
     assert len(bomb) < 1024 * 1024  # 64 MiB of zeros packed in under 1 MiB
-    limits = Limits(max_unpacked_bytes=16 * 1024 * 1024)
+    limits = ExtractionLimits(max_unpacked_bytes=16 * 1024 * 1024)
     reason = await unreadable(bomb, "bomb.docx", limits=limits)
     assert "over the limit of 16777216" in reason and "ZIP bomb" in reason
 
@@ -134,7 +134,7 @@ async def test_image_decompression_bomb() -> None:
 
 async def test_reading_stops_at_the_time_limit() -> None:
     started = time.monotonic()
-    limits = Limits(timeout_seconds=0.5)
+    limits = ExtractionLimits(timeout_seconds=0.5)
     with pytest.raises(Unreadable, match=r"took over 0\.5 seconds"):
         await extract(samples.scanned_pdf(), "slow.pdf", None, SlowOcr(), limits=limits)
     assert time.monotonic() - started < 30  # far from the engine's minute

@@ -24,7 +24,7 @@ import uvloop
 
 from maestrale.tools.code.bwrap import find_bwrap
 from maestrale.tools.code.python_runtime import find_runtime
-from maestrale.tools.code.runner import Limits, RunResult, Sandbox
+from maestrale.tools.code.runner import Sandbox, SandboxLimits, SandboxResult
 from tests.support.app_fixtures import API_KEY
 from tests.support.live import start_server, stop_server
 from tests.tools.code.support import requires_bwrap
@@ -42,7 +42,7 @@ for name in os.listdir("/proc/self/fd"):
         pass  # the listing's own descriptor, closed since
 print(json.dumps(found))
 """
-LIMITS = Limits(wall_seconds=20.0, cpu_seconds=5)
+LIMITS = SandboxLimits(wall_seconds=20.0, cpu_seconds=5)
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "asyncio": asyncio.new_event_loop,
     "uvloop": uvloop.new_event_loop,
@@ -70,7 +70,7 @@ def held() -> Iterator[list[int]]:
     os.close(write)
 
 
-def descriptors_of(result: RunResult) -> dict[int, str]:
+def descriptors_of(result: SandboxResult) -> dict[int, str]:
     assert result.exit_code == 0 and not result.limits, (result.stdout, result.stderr)
     return {int(fd): target for fd, target in json.loads(result.stdout).items()}
 

@@ -20,7 +20,7 @@ import pytest
 from maestrale.tools.code.bwrap import find_bwrap
 from maestrale.tools.code.cgroups import PREFIX
 from maestrale.tools.code.python_runtime import find_runtime
-from maestrale.tools.code.runner import Limits, RunResult, Sandbox
+from maestrale.tools.code.runner import Sandbox, SandboxLimits, SandboxResult
 from tests.tools.code.support import requires_bwrap
 
 pytestmark = requires_bwrap
@@ -28,7 +28,7 @@ pytestmark = requires_bwrap
 MIB = 1 << 20
 # A low limit, so that going past it is quick; the scratch mounts and files may each be larger
 # than the memory limit, as the host had them.
-LIMITS = Limits(
+LIMITS = SandboxLimits(
     memory_bytes=64 * MIB,
     scratch_bytes=96 * MIB,
     file_bytes=256 * MIB,
@@ -79,7 +79,7 @@ def shmem() -> int:
     raise AssertionError("no Shmem in /proc/meminfo")
 
 
-def assert_stopped(sandbox: Sandbox, attack: str, result: RunResult) -> None:
+def assert_stopped(sandbox: Sandbox, attack: str, result: SandboxResult) -> None:
     assert "HELD" not in result.stdout, (result.stdout, result.stderr)
     if attack == "memfd" and sandbox.cgroups is None:
         # Uncounted without a cgroup: refused outright by the seccomp filter.

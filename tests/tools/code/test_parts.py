@@ -12,7 +12,7 @@ import pytest
 from maestrale.tools.code import launcher
 from maestrale.tools.code.bwrap import parse_version
 from maestrale.tools.code.python_runtime import RuntimeNotFound, _Mounts
-from maestrale.tools.code.runner import Limits, _parse_report
+from maestrale.tools.code.runner import SandboxLimits, _parse_report
 
 
 def test_links_on_the_way_are_recreated_and_real_paths_bound(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def report(**fields: object) -> bytes:
 
 
 def test_the_launchers_report_is_checked() -> None:
-    limits = Limits(max_files=2, files_bytes=10)
+    limits = SandboxLimits(max_files=2, files_bytes=10)
     good = _parse_report(
         report(files=[{"name": "a", "size": 4}], limits=["memory", "bogus"]), limits
     )

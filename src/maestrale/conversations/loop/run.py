@@ -52,7 +52,7 @@ class TooManySteps(BadRequest):
 
 
 @dataclass
-class RunResult:
+class TurnsResult:
     outputs: list[dict[str, Any]]
     usage: dict[str, int]
     target: Target
@@ -126,7 +126,7 @@ async def run_turns(
     inputs: Sequence[dict[str, Any]] = (),
     confirmed: Sequence[ServerCall] = (),
     release: Release | None = None,
-) -> RunResult:
+) -> TurnsResult:
     """Run the `confirmed` tool calls (those the request confirmed or denied), then model turns
     on `history`, the calls' entries and `inputs` (of which `prefix` holds the first ones) until
     the model answers, calls client functions or tools that need a confirmation, or hands off
@@ -192,7 +192,7 @@ async def run_turns(
             if emit is not None:
                 await emit(function_call_event(item, len(outputs) - 1))
         if waiting or not (handoffs or runs):
-            return RunResult(outputs, usage, target, prefix, lead)
+            return TurnsResult(outputs, usage, target, prefix, lead)
         if not handoffs:
             continue  # the model reads the results of the tools the server ran
         next_id = _handoff_target(handoffs[0], target)
@@ -206,9 +206,9 @@ async def run_turns(
                 await emit(event)
         target = nxt
         if handoff_execution == "client":
-            return RunResult(outputs, usage, target, prefix, lead)
+            return TurnsResult(outputs, usage, target, prefix, lead)
     if ran_tools:
-        return RunResult(outputs, usage, target, prefix, lead)
+        return TurnsResult(outputs, usage, target, prefix, lead)
     raise TooManySteps(
         f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
     )

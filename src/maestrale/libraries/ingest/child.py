@@ -17,7 +17,7 @@ import sys
 from itertools import islice
 from typing import Any, BinaryIO
 
-from maestrale.libraries.ingest.refused import Refused
+from maestrale.libraries.ingest.refused import DocumentRefused
 
 _HTML_TAG = re.compile(rb"<[A-Za-z]")
 # Markdown: a line makes a block of up to 4 tokens (a list item: its open and close, its
@@ -52,7 +52,7 @@ def main(bounds: dict[str, Any], stdin: BinaryIO, stdout: BinaryIO) -> None:
         answer = [frame(json.dumps({"pages": len(pages)}).encode())]
         answer += [frame(page.encode("utf-8", "surrogatepass")) for page in pages]
         del pages
-    except Refused as exc:
+    except DocumentRefused as exc:
         answer = [_refused(exc.reason, out_of_memory)]
     except MemoryError:
         pass  # answered below, once the frames that hold the parsed tree are gone
@@ -71,7 +71,7 @@ def _refused(reason: str, out_of_memory: bytes) -> bytes:
 
 
 def read(reader: str, data: bytes, bounds: dict[str, Any]) -> list[str]:
-    """The document's pages, cleaned; `Refused` over a bound."""
+    """The document's pages, cleaned; `DocumentRefused` over a bound."""
     from maestrale.libraries.ingest.plain import clean, decode_text
 
     max_elements = int(bounds["max_elements"])
@@ -81,19 +81,19 @@ def read(reader: str, data: bytes, bounds: dict[str, Any]) -> list[str]:
 
         pages = docx_reader.read_docx(data, int(bounds["max_unpacked_bytes"]), max_elements)
         if len(pages) > int(bounds["max_pages"]):
-            raise Refused(f"the document has over {bounds['max_pages']} pages")
+            raise DocumentRefused(f"the document has over {bounds['max_pages']} pages")
     elif reader == "html":
         from maestrale.libraries.ingest import markup
 
         if b"\x00" in data:
-            raise Refused("the file holds binary data (NUL bytes), not HTML")
+            raise DocumentRefused("the file holds binary data (NUL bytes), not HTML")
         tags = sum(1 for _ in islice(_HTML_TAG.finditer(data), max_elements + 1))
         _check_elements(tags, "HTML", max_elements)
         pages = [markup.html_text(data)]
     else:
         text = decode_text(data)
         if len(text) > max_chars:
-            raise Refused(f"the document has over {max_chars} characters of text")
+            raise DocumentRefused(f"the document has over {max_chars} characters of text")
         if reader == "markdown":
             from maestrale.libraries.ingest import markup
 
@@ -108,7 +108,7 @@ def read(reader: str, data: bytes, bounds: dict[str, Any]) -> list[str]:
 
 def _check_elements(count: int, kind: str, limit: int) -> None:
     if count > limit:
-        raise Refused(f"the {kind} document has over {limit} elements, over the bound")
+        raise DocumentRefused(f"the {kind} document has over {limit} elements, over the bound")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import re
 import zipfile
 from typing import IO, Any
 
-from maestrale.libraries.ingest.refused import Refused
+from maestrale.libraries.ingest.refused import DocumentRefused
 
 _HEADING = re.compile(r"^heading ([1-9])$", re.I)
 # Nested tables are read this deep; deeper ones are left out.
@@ -36,14 +36,16 @@ _BEFORE_XML = b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n"
 
 
 def check_unpacked_size(data: bytes, limit: int) -> None:
-    """`Refused` when the ZIP container unpacks to more than `limit` bytes."""
+    """`DocumentRefused` when the ZIP container unpacks to more than `limit` bytes."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             total = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise Refused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
+        raise DocumentRefused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
     if total > limit:
-        raise Refused(f"the DOCX unpacks to {total} bytes, over the limit of {limit} (a ZIP bomb?)")
+        raise DocumentRefused(
+            f"the DOCX unpacks to {total} bytes, over the limit of {limit} (a ZIP bomb?)"
+        )
 
 
 def _xml_start(part: IO[bytes]) -> bytes:
@@ -58,7 +60,7 @@ def _xml_start(part: IO[bytes]) -> bytes:
 
 
 def check_elements(data: bytes, limit: int) -> None:
-    """`Refused` when the XML parts of the ZIP container hold more than `limit` elements
+    """`DocumentRefused` when the XML parts of the ZIP container hold more than `limit` elements
     (start tags, counted without parsing: a tag cut between two chunks may count once more)."""
     count = 0
     try:
@@ -70,13 +72,13 @@ def check_elements(data: bytes, limit: int) -> None:
                         count += chunk.count(b"<") - chunk.count(b"</")
                         count -= chunk.count(b"<?") + chunk.count(b"<!")
                         if count > limit:
-                            raise Refused(
+                            raise DocumentRefused(
                                 f"the DOCX document has over {limit} elements (paragraphs, "
                                 "runs, cells...), over the bound"
                             )
                         chunk = part.read(_CHUNK)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise Refused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
+        raise DocumentRefused(f"the DOCX is damaged (not a valid ZIP container): {exc}") from exc
 
 
 def read_docx(data: bytes, max_unpacked_bytes: int, max_elements: int) -> list[str]:
@@ -89,10 +91,10 @@ def read_docx(data: bytes, max_unpacked_bytes: int, max_elements: int) -> list[s
     try:
         document = docx.Document(io.BytesIO(data))
         return _Pages().read(document)
-    except (Refused, MemoryError):
+    except (DocumentRefused, MemoryError):
         raise
     except Exception as exc:  # python-docx fails on malformed parts in many different ways
-        raise Refused(f"the DOCX cannot be read: {type(exc).__name__}: {exc}") from exc
+        raise DocumentRefused(f"the DOCX cannot be read: {type(exc).__name__}: {exc}") from exc
 
 
 class _Pages:

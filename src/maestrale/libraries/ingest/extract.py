@@ -29,13 +29,13 @@ from maestrale.libraries.ingest.plain import clean
 if TYPE_CHECKING:
     from maestrale.config import Settings
 
-__all__ = ["Extracted", "Limits", "Unreadable", "extract"]
+__all__ = ["Extracted", "ExtractionLimits", "Unreadable", "extract"]
 
 _NO_OCR = "no OCR engine is configured (setting library_ocr_model)"
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class ExtractionLimits:
     """What one document may cost to read."""
 
     max_pages: int = 1000
@@ -48,7 +48,7 @@ class Limits:
     timeout_seconds: float = 900.0
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: Settings) -> ExtractionLimits:
         return cls(
             max_pages=settings.library_max_pages,
             max_ocr_pages=settings.library_max_ocr_pages,
@@ -89,13 +89,13 @@ async def extract(
     mimetype: str | None,
     ocr: OcrEngine | None,
     *,
-    limits: Limits | None = None,
+    limits: ExtractionLimits | None = None,
     no_ocr: str = _NO_OCR,
 ) -> Extracted:
     """The document's pages of text; `Unreadable(reason)` when it cannot be read. `ocr` reads
     scanned pages and images (None: such a document is unreadable, `no_ocr` saying why).
     `OcrUnavailable` when the engine fails as a busy server does (worth retrying)."""
-    limits = limits or Limits()
+    limits = limits or ExtractionLimits()
     if not data:
         raise Unreadable("the document is empty")
     found = detect(data, filename, mimetype)
@@ -120,7 +120,7 @@ async def _read(
     data: bytes,
     filename: str,
     ocr: OcrEngine | None,
-    limits: Limits,
+    limits: ExtractionLimits,
     no_ocr: str,
 ) -> tuple[list[str], int]:
     name = filename[:200] or "document"

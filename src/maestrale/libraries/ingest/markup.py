@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from maestrale.libraries.ingest.refused import Refused
+from maestrale.libraries.ingest.refused import DocumentRefused
 
 _SPACE = re.compile(r"\s+")
 # Elements whose content is not text a reader sees.
@@ -133,7 +133,7 @@ def _soup(data: bytes) -> Any:
     except MemoryError:
         raise
     except Exception as exc:  # a parser's internal failure on hostile input
-        raise Refused(f"the HTML cannot be parsed: {type(exc).__name__}: {exc}") from exc
+        raise DocumentRefused(f"the HTML cannot be parsed: {type(exc).__name__}: {exc}") from exc
 
 
 def _events(root: Any) -> Iterator[tuple[Any, bool]]:
@@ -202,7 +202,9 @@ def markdown_text(source: str) -> str:
     except MemoryError:
         raise
     except Exception as exc:  # a parser's internal failure on hostile input
-        raise Refused(f"the Markdown cannot be parsed: {type(exc).__name__}: {exc}") from exc
+        raise DocumentRefused(
+            f"the Markdown cannot be parsed: {type(exc).__name__}: {exc}"
+        ) from exc
     out = _Writer()
     lists = 0  # depth of the list being written: items of nested lists are not spaced out
     for token in tokens:

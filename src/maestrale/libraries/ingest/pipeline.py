@@ -18,7 +18,7 @@ from maestrale.libraries.ingest.embedding import (
     embed,
     embedding_model,
 )
-from maestrale.libraries.ingest.extract import Extracted, Limits, extract
+from maestrale.libraries.ingest.extract import Extracted, ExtractionLimits, extract
 
 __all__ = ["Ingested", "ingest", "ocr_engine"]
 
@@ -66,7 +66,7 @@ async def ingest(
         filename,
         mimetype,
         engine,
-        limits=Limits.of(services.settings),
+        limits=ExtractionLimits.of(services.settings),
         no_ocr=no_ocr or "no OCR engine",
     )
     chunks = chunk(extracted.pages, chunk_size)

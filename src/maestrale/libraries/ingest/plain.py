@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from maestrale.libraries.ingest.refused import Refused
+from maestrale.libraries.ingest.refused import DocumentRefused
 
 # C0 controls other than tab, newline, carriage return and form feed: rare in text, common in
 # binary data that happens to decode.
@@ -27,26 +27,26 @@ _NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
 def _check_controls(text: str) -> None:
     sample = text[:_SAMPLE]
     if sample and len(_CONTROL.findall(sample)) > _CONTROL_SHARE * len(sample):
-        raise Refused("the file holds binary data (control characters), not text")
+        raise DocumentRefused("the file holds binary data (control characters), not text")
 
 
 def decode_text(data: bytes) -> str:
-    """The text of a UTF-8 (or BOM-marked UTF-16) file; `Refused` for anything else."""
+    """The text of a UTF-8 (or BOM-marked UTF-16) file; `DocumentRefused` for anything else."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
             text = data.decode("utf-16")
         except UnicodeDecodeError as exc:
-            raise Refused(f"the file is not valid UTF-16 text: {exc.reason}") from exc
+            raise DocumentRefused(f"the file is not valid UTF-16 text: {exc.reason}") from exc
         _check_controls(text)
         return text
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     if b"\x00" in data:
-        raise Refused("the file holds binary data (NUL bytes), not text")
+        raise DocumentRefused("the file holds binary data (NUL bytes), not text")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Refused(
+        raise DocumentRefused(
             f"the file is not UTF-8 text: invalid byte 0x{data[exc.start]:02x} at offset "
             f"{exc.start} (binary data, or text in another encoding: save it as UTF-8)"
         ) from exc

@@ -2,13 +2,13 @@
 
 The child process that parses DOCX, HTML, Markdown and text (`child`) imports only the parsers,
 not the server's errors (FastAPI, SQLAlchemy: half a second of every child's start): its
-parsers raise `Refused`, and the parent raises the reason again as `Unreadable`.
+parsers raise `DocumentRefused`, and the parent raises the reason again as `Unreadable`.
 """
 
 from __future__ import annotations
 
 
-class Refused(Exception):
+class DocumentRefused(Exception):
     """The document cannot be read; `reason` says why, for a person."""
 
     def __init__(self, reason: str) -> None:

@@ -21,7 +21,7 @@ from maestrale.observability.events.schemas import (
     SearchEventsRequest,
     preview,
 )
-from maestrale.observability.events.service import EventService, ids_json
+from maestrale.observability.events.service import ChatCompletionEventService, ids_json
 from maestrale.observability.fields import ALL_OPERATORS
 
 if TYPE_CHECKING:
@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 router = observability_router(prefix="/observability", tags=["observability"])
 
 
-def _events(work: Work, tenant: CurrentTenant, settings: AppSettings) -> EventService:
+def _events(work: Work, tenant: CurrentTenant, settings: AppSettings) -> ChatCompletionEventService:
     budget = settings.observability_search_timeout
-    return EventService(ChatCompletionEventRepository(work.session, tenant, budget=budget))
+    return ChatCompletionEventService(
+        ChatCompletionEventRepository(work.session, tenant, budget=budget)
+    )
 
 
 def _similar(
@@ -55,7 +57,7 @@ def _similar(
     )
 
 
-Events = Annotated[EventService, Depends(_events)]
+Events = Annotated[ChatCompletionEventService, Depends(_events)]
 Similar = Annotated["SimilarEvents", Depends(_similar)]
 
 

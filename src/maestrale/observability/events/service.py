@@ -27,7 +27,7 @@ def event_not_found(event_id: str) -> ObservabilityError:
     )
 
 
-class EventService:
+class ChatCompletionEventService:
     def __init__(self, repo: ChatCompletionEventRepository) -> None:
         self.repo = repo
 

@@ -27,7 +27,7 @@ from maestrale.observability.datasets.repository import DatasetRepository, Recor
 from maestrale.observability.datasets.service import DatasetService
 from maestrale.observability.errors import ObservabilityError
 from maestrale.observability.events.repository import ChatCompletionEventRepository
-from maestrale.observability.events.service import EventService
+from maestrale.observability.events.service import ChatCompletionEventService
 from maestrale.observability.judges import judging
 from maestrale.observability.judges.repository import JudgeRepository
 from maestrale.observability.judges.schemas import JudgeDefinition, JudgeOutput
@@ -171,7 +171,9 @@ class LiveJudging:
 
     async def event(self, event_id: str, definition: JudgeDefinition) -> JudgeOutput:
         """The verdict of a judge definition on an event's conversation."""
-        events = EventService(ChatCompletionEventRepository(self.work.session, self.tenant))
+        events = ChatCompletionEventService(
+            ChatCompletionEventRepository(self.work.session, self.tenant)
+        )
         event = await events.event(event_id)
         return await self._judge(definition, event.conversation())
 

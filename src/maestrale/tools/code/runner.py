@@ -49,7 +49,7 @@ GRACE_SECONDS = 5.0
 DRAIN_SECONDS = 10.0
 HEADER_LIMIT = 1 << 20
 READ_CHUNK = 1 << 16
-# The limits a run can hit, as `RunResult.limits` names them.
+# The limits a run can hit, as `SandboxResult.limits` names them.
 LIMIT_NAMES = (
     "wall_time",
     "cpu_time",
@@ -63,7 +63,7 @@ LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text(encoding="ut
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class SandboxLimits:
     """What one run may use (see the `code_interpreter_*` settings)."""
 
     cpu_seconds: int = 30
@@ -77,7 +77,7 @@ class Limits:
     files_bytes: int = 32 << 20
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: Settings) -> SandboxLimits:
         return cls(
             cpu_seconds=settings.code_interpreter_cpu_seconds,
             wall_seconds=settings.code_interpreter_wall_seconds,
@@ -98,7 +98,7 @@ class ProducedFile:
 
 
 @dataclass(slots=True)
-class RunResult:
+class SandboxResult:
     stdout: str
     stderr: str
     # The code's exit status (negative: the signal that killed it); None when unknown (the run
@@ -125,7 +125,7 @@ class _Report:
     skipped: list[dict[str, Any]]
 
 
-def _parse_report(line: bytes, limits: Limits) -> _Report | None:
+def _parse_report(line: bytes, limits: SandboxLimits) -> _Report | None:
     """The launcher's status line, checked (it is written inside the sandbox)."""
     try:
         data = json.loads(line)
@@ -235,7 +235,7 @@ def _spawn(cmd: list[str], pass_fds: tuple[int, ...], options: dict[str, Any]) -
 class _Run:
     """One started sandbox: its outputs read under the budget, its report and files."""
 
-    def __init__(self, proc: _Process, channel: int, limits: Limits) -> None:
+    def __init__(self, proc: _Process, channel: int, limits: SandboxLimits) -> None:
         self.proc = proc
         self.channel = channel
         self.limits = limits
@@ -332,7 +332,7 @@ class Sandbox:
         self.cgroups: CgroupHost | None = find_cgroups() if kernel_limits else None
         self.seccomp = seccomp.program(memory_counted=self.cgroups is not None)
 
-    def tmpfs_bytes(self, limits: Limits) -> int:
+    def tmpfs_bytes(self, limits: SandboxLimits) -> int:
         """The size of each of the sandbox's three tmpfs mounts: the scratch size, cut where no
         cgroup counts the run's memory so that the three together fit within the memory limit
         (the kernel then bounds them; the launcher only polls the rest)."""
@@ -340,7 +340,7 @@ class Sandbox:
             return limits.scratch_bytes
         return min(limits.scratch_bytes, limits.memory_bytes // 3)
 
-    def _config(self, limits: Limits, channel: int) -> list[str]:
+    def _config(self, limits: SandboxLimits, channel: int) -> list[str]:
         """The launcher's configuration, as its `key=value` arguments."""
         config = {
             "channel": channel,
@@ -361,7 +361,7 @@ class Sandbox:
         }
         return [f"{key}={value}" for key, value in config.items()]
 
-    async def run(self, code: str, limits: Limits) -> RunResult:
+    async def run(self, code: str, limits: SandboxLimits) -> SandboxResult:
         """Run `code` as a script in a fresh sandbox; cancelling kills the sandbox."""
         started = time.monotonic()
         cgroup = None
@@ -372,7 +372,7 @@ class Sandbox:
                     run_name(), limits.memory_bytes, limits.processes + EXTRA_TASKS
                 )
             except OSError as exc:
-                return RunResult(
+                return SandboxResult(
                     "", "", None, [], _ms(started), failure=f"no cgroup for the run: {exc}"
                 )
         try:
@@ -390,12 +390,12 @@ class Sandbox:
         return result
 
     @staticmethod
-    def _join_failed(result: RunResult) -> bool:
+    def _join_failed(result: SandboxResult) -> bool:
         return result.failure is not None and result.failure.endswith(f"status {JOIN_FAILED})")
 
     async def _run(
-        self, code: str, limits: Limits, started: float, cgroup: RunCgroup | None
-    ) -> RunResult:
+        self, code: str, limits: SandboxLimits, started: float, cgroup: RunCgroup | None
+    ) -> SandboxResult:
         source = code.encode("utf-8", "replace")
         opened: list[int] = []
         channel_read = -1
@@ -423,7 +423,7 @@ class Sandbox:
         except OSError as exc:
             if channel_read >= 0:
                 os.close(channel_read)
-            return RunResult(
+            return SandboxResult(
                 "", "", None, [], _ms(started), failure=f"bwrap could not start: {exc}"
             )
         finally:
@@ -442,7 +442,7 @@ class Sandbox:
         return _result(run, finished, started)
 
 
-def _result(run: _Run, finished: bool, started: float) -> RunResult:
+def _result(run: _Run, finished: bool, started: float) -> SandboxResult:
     stdout = run.stdout.decode(errors="replace")
     stderr = run.stderr.decode(errors="replace")
     report = run.report
@@ -451,7 +451,7 @@ def _result(run: _Run, finished: bool, started: float) -> RunResult:
         limits.insert(0, "output")
     elif not finished and "wall_time" not in limits:
         limits.insert(0, "wall_time")
-    result = RunResult(
+    result = SandboxResult(
         stdout,
         stderr,
         None if report is None else report.exit_code,

@@ -22,7 +22,7 @@ from maestrale.core.fair import FairShare, QueueTimeout, Share, current
 from maestrale.tools.base import ToolContext
 from maestrale.tools.code.bwrap import SandboxUnavailable, find_bwrap, probe
 from maestrale.tools.code.python_runtime import RuntimeNotFound, find_runtime
-from maestrale.tools.code.runner import Limits, ProducedFile, RunResult, Sandbox
+from maestrale.tools.code.runner import ProducedFile, Sandbox, SandboxLimits, SandboxResult
 
 if TYPE_CHECKING:
     from maestrale.config import Settings
@@ -38,7 +38,7 @@ def _mib(size: int) -> str:
     return f"{size / (1 << 20):g} MiB" if size >= 1 << 20 else f"{size / 1024:g} KiB"
 
 
-def describe_limit(limit: str, limits: Limits) -> str:
+def describe_limit(limit: str, limits: SandboxLimits) -> str:
     """A limit the run hit, as the model reads it."""
     return {
         "wall_time": f"the wall-time limit ({limits.wall_seconds:g} s) was reached: the run "
@@ -169,7 +169,7 @@ class CodeInterpreter:
         found = await asyncio.to_thread(self.sandbox, settings)
         if isinstance(found, str):
             return failed(f"the sandbox is unavailable: {found}", {"code": code})
-        limits = Limits.of(settings)
+        limits = SandboxLimits.of(settings)
         share = Share(context.tenant.workspace_id, current().priority)
         wait = settings.code_interpreter_queue_seconds
         try:
@@ -184,7 +184,7 @@ class CodeInterpreter:
         return await self.outcome(context, code, result, limits)
 
     async def outcome(
-        self, context: ToolContext, code: str, result: RunResult, limits: Limits
+        self, context: ToolContext, code: str, result: SandboxResult, limits: SandboxLimits
     ) -> ToolOutcome:
         """What the model reads of a run, its files stored, and the entry's details."""
         info: dict[str, Any] = {
@@ -254,7 +254,7 @@ class CodeInterpreter:
         return chunks, stored, notes
 
 
-def _text(result: RunResult, notes: list[str], stored: list[dict[str, Any]]) -> str:
+def _text(result: SandboxResult, notes: list[str], stored: list[dict[str, Any]]) -> str:
     """The run as the model reads it."""
     lines: list[str] = []
     if result.exit_code is not None:

@@ -24,7 +24,7 @@ from maestrale.workflows.events.schemas import (
     EventResponse,
     EventType,
 )
-from maestrale.workflows.events.service import MAX_LIMIT, EventService, position
+from maestrale.workflows.events.service import MAX_LIMIT, WorkflowEventService, position
 from maestrale.workflows.events.streaming import STREAM_NAME, EventStream, StreamSpec
 from maestrale.workflows.routing import workflows_router
 
@@ -43,11 +43,11 @@ Id = Annotated[str | None, Query(max_length=256)]
 Glob = Annotated[str, Query(max_length=256)]
 
 
-async def event_service(work: Work, principal: StandardAuth) -> EventService:
-    return EventService(work, Tenant.of(principal))
+async def event_service(work: Work, principal: StandardAuth) -> WorkflowEventService:
+    return WorkflowEventService(work, Tenant.of(principal))
 
 
-Events = Annotated[EventService, Depends(event_service)]
+Events = Annotated[WorkflowEventService, Depends(event_service)]
 
 
 @router.post("/events", response_model=EventResponse, responses=_FOREIGN)

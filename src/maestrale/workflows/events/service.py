@@ -41,7 +41,7 @@ def seq_of(cursor: str) -> int:
     return seq
 
 
-class EventService:
+class WorkflowEventService:
     def __init__(self, work: UnitOfWork, tenant: Tenant) -> None:
         self.work = work
         self.tenant = tenant

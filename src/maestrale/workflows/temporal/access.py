@@ -41,7 +41,7 @@ _OUTWARD = frozenset({"schedule_nexus_operation_command_attributes", "completion
 _CHECKED = frozenset({"namespace", "task_token"}) | _OUTWARD
 
 
-class Refused(Exception):
+class AccessRefused(Exception):
     """A call the key may not make; `why` is safe to send back."""
 
     def __init__(self, why: str) -> None:
@@ -117,39 +117,39 @@ class Rules:
                 self._inputs[path] = GetMessageClass(method.input_type)
 
     def check(self, method: str, request: bytes, grant: Grant) -> None:
-        """Refused unless `grant` allows calling `method` with `request` (serialized)."""
+        """AccessRefused unless `grant` allows calling `method` with `request` (serialized)."""
         if method in SERVER_CALLS:
             return
         if method in NAMESPACE_ADMIN:
-            raise Refused("a worker key cannot manage namespaces")
+            raise AccessRefused("a worker key cannot manage namespaces")
         if method.startswith(f"/{OPERATOR_SERVICE}/") and method not in OPERATOR_READS:
-            raise Refused("a worker key cannot use the operator service")
+            raise AccessRefused("a worker key cannot use the operator service")
         message_type = self._inputs.get(method)
         if message_type is None:
-            raise Refused(f"{method} is not open to worker keys")
+            raise AccessRefused(f"{method} is not open to worker keys")
         if "namespace" not in message_type.DESCRIPTOR.fields_by_name:
-            raise Refused(f"{method} is not about a namespace: not open to worker keys")
+            raise AccessRefused(f"{method} is not about a namespace: not open to worker keys")
         try:
             message = message_type.FromString(request)
         except DecodeError as exc:
-            raise Refused("the request could not be parsed") from exc
+            raise AccessRefused("the request could not be parsed") from exc
         if message.namespace != grant.namespace:
-            raise Refused(f"this key may only call namespace {grant.namespace!r}")
+            raise AccessRefused(f"this key may only call namespace {grant.namespace!r}")
         if method.endswith("/DescribeNamespace") and message.id not in ("", grant.namespace_id):
-            raise Refused(f"this key may only call namespace {grant.namespace!r}")
+            raise AccessRefused(f"this key may only call namespace {grant.namespace!r}")
         self._walk(message, grant)
 
     def _walk(self, message: Message, grant: Grant) -> None:
         for descriptor, value in message.ListFields():
             name = descriptor.name
             if name in _OUTWARD:
-                raise Refused(f"{name} is not open to worker keys")
+                raise AccessRefused(f"{name} is not open to worker keys")
             if name == "namespace" and descriptor.type == FieldDescriptor.TYPE_STRING:
                 if value not in ("", grant.namespace):
-                    raise Refused(f"this key may only reach namespace {grant.namespace!r}")
+                    raise AccessRefused(f"this key may only reach namespace {grant.namespace!r}")
             elif name == "task_token" and descriptor.type == FieldDescriptor.TYPE_BYTES:
                 if value and _token_namespace_id(value) != grant.namespace_id:
-                    raise Refused("the task token belongs to another namespace")
+                    raise AccessRefused("the task token belongs to another namespace")
             elif (
                 descriptor.type == FieldDescriptor.TYPE_MESSAGE
                 and descriptor.message_type is not None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from grpc import aio
 
-from maestrale.workflows.temporal.access import Grant, Refused, Rules
+from maestrale.workflows.temporal.access import AccessRefused, Grant, Rules
 from maestrale.workflows.temporal.namespaces import workspace_namespace
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class WorkerProxy:
             self.rules.check(method, request, grant)
         except _Denied as exc:
             await context.abort(exc.code, exc.message)
-        except Refused as exc:
+        except AccessRefused as exc:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, exc.why)
         forwarded = [
             (k, v) for k, v in metadata if k not in _DROPPED and not k.startswith(("grpc-", ":"))
