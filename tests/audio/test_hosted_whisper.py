@@ -25,7 +25,7 @@ from maestrale.engines.transcription_types import (
 from maestrale.hub.engines import EngineHost, RemoteEngine, remote_factories
 from tests.audio.conftest import WHISPER_ID
 from tests.audio.speech import shipped, wer
-from tests.processes.hubs import running_hub
+from tests.hub.hubs import running_hub
 
 np = pytest.importorskip("numpy")
 

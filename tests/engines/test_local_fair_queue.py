@@ -19,7 +19,7 @@ from maestrale.engines.local.e5 import E5Engine
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import EmbeddingRequest
 from maestrale.hub.engines import EngineHost, proxy_class
-from tests.processes.hubs import running_hub
+from tests.hub.hubs import running_hub
 
 TEXT = "A paragraph of a long Markdown document that a library is ingesting, one of many."
 SPEC = ModelSpec(id="e5", engine="e5", max_context_length=512, options={"batch_size": 2})

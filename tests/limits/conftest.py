@@ -44,7 +44,7 @@ async def counters(
         return
     if request.param == "hub":  # the processes of `serve --workers`: the hub's memory counters
         from maestrale.hub.counters import HubCounters, counter_handlers
-        from tests.processes.hubs import running_hub
+        from tests.hub.hubs import running_hub
 
         handlers = counter_handlers(MemoryCounters(reservation_ttl=0.3))
         async with running_hub(tmp_path_factory.mktemp("hub"), handlers) as (_, hub):

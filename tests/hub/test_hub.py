@@ -14,7 +14,7 @@ from maestrale.engines.types import EngineError
 from maestrale.hub import frames
 from maestrale.hub.client import HubClient
 from maestrale.hub.server import CallHandler, HubError
-from tests.processes.hubs import running_hub
+from tests.hub.hubs import running_hub
 
 
 @pytest.fixture
