@@ -60,6 +60,9 @@ async def test_a_revoked_key_sends_the_page_back_to_sign_in(page: Page, console_
             await admin.post("/v1/admin/api-keys", json={"user_id": owner, "workspace_uuid": space})
         ).json()
         await signed_in(page, api_key=created["key"])
+        # The playground's first requests (the models) land before the key is revoked: the
+        # message sent below is what meets the revoked key.
+        await page.wait_for_load_state("networkidle")
         revoked = await admin.delete(f"/v1/admin/api-keys/{created['key_id']}")
         assert revoked.status_code in (200, 204)
     await page.get_by_label("Message", exact=True).fill("still there?")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -268,7 +269,10 @@ async def test_worker_stops_a_handler_whose_lease_was_lost(db: Database) -> None
     async with running(worker(db, long.registry(), lease_seconds=0.6)):
         await asyncio.wait_for(long.started.wait(), 10)
         async with db.transaction() as work:  # as if another worker had reclaimed it
-            await work.session.execute(update(Job).values(lease_token="someone-else"))
+            lease = utcnow() + timedelta(seconds=60)  # (no sweep frees the new holder's lease)
+            await work.session.execute(
+                update(Job).values(lease_token="someone-else", lease_expires_at=lease)
+            )
         await asyncio.wait_for(long.stopped.wait(), 10)
     job = await load(db, job_id)  # untouched: the new holder decides
     assert (job.status, job.lease_token, job.result) == ("running", "someone-else", None)
