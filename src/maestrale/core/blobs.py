@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import anyio
 
 from maestrale.core.paths import private_dir
+from maestrale.core.uow import OwnerRelease
 
 if TYPE_CHECKING:
     from maestrale.core.db import Database
@@ -136,12 +137,10 @@ class ReleasingBlobStore:
 
     def __init__(self, store: BlobStore, release: Release, db: Database) -> None:
         self.store = store
-        self.release = release
-        self.db = db
+        self.release = OwnerRelease(release, db)
 
     async def _release_owner(self) -> None:
-        await self.release()
-        self.db.check_released("a call to the blob store")
+        await self.release("a call to the blob store")
 
     async def _released(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         async for chunk in chunks:

@@ -29,15 +29,38 @@ streamed after its request committed. Nothing else opens a session or commits.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+if TYPE_CHECKING:
+    from maestrale.core.db import Database
 
 AfterCommit = Callable[[], Awaitable[None] | None]
 # Ends the owner's transaction before a remote call: a unit of work's `release`.
 Release = Callable[[], Awaitable[None]]
+
+
+class OwnerRelease:
+    """What a component that calls out (the gateway, Temporal's client, a request's blob store)
+    runs before each call when it is bound to the owner of a unit of work: end the owner's
+    transaction, then prove that the calling task holds no connection. Calls gathered in tasks
+    of their own share the owner's one session: the first ends its transaction, the others then
+    find none (a session cannot commit twice at once)."""
+
+    def __init__(self, release: Release, db: Database) -> None:
+        self._release = release
+        self._db = db
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, what: str) -> None:
+        async with self._lock:
+            await self._release()
+        self._db.check_released(what)
 
 
 class UnitOfWork:

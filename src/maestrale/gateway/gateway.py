@@ -25,7 +25,7 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, BadRequest, ServiceUnavailable
 from maestrale.core.fair import Share, current, reset_current, set_current
-from maestrale.core.uow import Release
+from maestrale.core.uow import OwnerRelease, Release
 from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.specs import ModelSpec
@@ -86,8 +86,8 @@ class Gateway:
         self.hooks = list(hooks)
         # The local file of a fine-tuned model's artifact (fetched from the blob store).
         self.artifacts = artifacts
-        # The transaction owner's `release` (`releasing`); None: the caller holds none.
-        self.release: Release | None = None
+        # Ends the transaction owner's transaction (`releasing`); None: the caller holds none.
+        self.release: OwnerRelease | None = None
 
     def releasing(self, release: Release) -> Gateway:
         """This gateway for the owner of a unit of work (a request, a job's step): before it
@@ -95,16 +95,17 @@ class Gateway:
         is open while the blob store, the limits or the engine answer (DESIGN §3), and no
         caller has to remember to."""
         view = copy.copy(self)
-        view.release = release
+        view.release = OwnerRelease(release, self.db)
         return view
 
-    async def _release_owner(self) -> None:
+    async def _release_owner(self, what: str) -> None:
         if self.release is not None:
-            await self.release()
+            await self.release(what)
 
     async def _released(self, call: Call[E]) -> None:
-        await self._release_owner()
-        self.db.check_released(f"a call to model {call.model!r}")
+        what = f"a call to model {call.model!r}"
+        await self._release_owner(what)
+        self.db.check_released(what)
 
     async def _resolve(
         self, caller: Caller, name: str
@@ -155,7 +156,7 @@ class Gateway:
         or one that does not serve the capability. Nothing is reserved or accounted yet. The
         owner's transaction is released first (`releasing`): a fine-tuned model's weights may
         come from the blob store."""
-        await self._release_owner()
+        await self._release_owner(f"the lookup of model {model!r}")
         spec, engine, upstream, artifact = await self._resolve(caller, model)
         typed = capability.engine_of(engine)
         if typed is None or not spec.has(capability.catalog_name):

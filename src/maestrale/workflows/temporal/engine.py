@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from maestrale.core.db import Database
-from maestrale.core.uow import Release
+from maestrale.core.uow import OwnerRelease, Release
 from maestrale.workflows.errors import (
     ALREADY_STARTED,
     NOT_FOUND,
@@ -105,30 +105,20 @@ class TemporalEngine:
         self.connection = connection or Connection(
             target.address, tls=target.tls, api_key=target.api_key
         )
-        # The transaction owner's `release` and the database that proves it ended
-        # (`releasing`); None: the caller holds no transaction.
-        self.release: Release | None = None
-        self.db: Database | None = None
-        self._releasing: asyncio.Lock | None = None
+        # Ends the transaction owner's transaction (`releasing`); None: the caller holds none.
+        self.release: OwnerRelease | None = None
 
     def releasing(self, release: Release, db: Database) -> TemporalEngine:
         """This (workspace's) engine for the owner of a unit of work (a request): before each
         call to Temporal it ends the owner's transaction (`release`), so that none is open
         while Temporal answers (DESIGN §3), and no caller has to remember to."""
         view = copy.copy(self)
-        view.release, view.db = release, db
-        view._releasing = asyncio.Lock()
+        view.release = OwnerRelease(release, db)
         return view
 
     async def _release_owner(self) -> None:
-        if self.release is None or self._releasing is None:
-            return
-        # Calls gathered in tasks of their own share the owner's one session: the first ends
-        # its transaction, the others then find none (a session cannot commit twice at once).
-        async with self._releasing:
-            await self.release()
-        if self.db is not None:
-            self.db.check_released("a call to Temporal")
+        if self.release is not None:
+            await self.release("a call to Temporal")
 
     def for_workspace(self, workspace_id: str) -> TemporalEngine:
         """The engine bound to the workspace's namespace (one connection for all)."""
