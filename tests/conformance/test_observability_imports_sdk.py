@@ -13,7 +13,7 @@ from mistralai.client import Mistral
 from mistralai.client import models as m
 from mistralai.client.errors import ObservabilityError
 
-from tests.conformance.conftest import LiveServer
+from tests.conformance.conftest import LiveServer, only_before_3
 
 
 def _finished(sdk: Mistral, task: m.DatasetImportTask) -> m.DatasetImportTask:
@@ -27,6 +27,7 @@ def _finished(sdk: Mistral, task: m.DatasetImportTask) -> m.DatasetImportTask:
     return task
 
 
+@only_before_3
 def test_imports_tasks_and_export(live_server: LiveServer) -> None:
     sdk = Mistral(api_key=live_server.api_key, server_url=live_server.url)
     datasets = sdk.beta.observability.datasets

@@ -9,9 +9,10 @@ import pytest
 from mistralai.client import Mistral
 from mistralai.client.errors import ObservabilityError
 
-from tests.conformance.conftest import LiveServer
+from tests.conformance.conftest import LiveServer, only_before_3
 
 
+@only_before_3
 def test_events_search_fetch_ids_and_fields(live_server: LiveServer) -> None:
     sdk = Mistral(api_key=live_server.api_key, server_url=live_server.url)
     tag = uuid.uuid4().hex
@@ -188,6 +189,7 @@ def test_judges_and_live_judging(live_server: LiveServer) -> None:
     assert info.value.data.detail.error_code == "JUDGE_NOT_FOUND"
 
 
+@only_before_3
 def test_campaign_runs_and_imports_into_a_dataset(live_server: LiveServer) -> None:
     sdk = Mistral(api_key=live_server.api_key, server_url=live_server.url)
     tag = uuid.uuid4().hex

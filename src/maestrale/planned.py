@@ -1,0 +1,63 @@
+"""The mistralai 3.x groups this server does not serve yet, by path prefix: a call to one is a
+501 that names the group and the issue that builds it, not a 404 that reads like a typo in the
+caller's path (`python bench/sdk_diff.py 2.8.0 3.7.0 --served` lists each operation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from maestrale.core.errors import error_body
+
+RESPONSES = "the Responses API (issue 34)"
+VOICE = "voice: speech, voices, audio agents and sessions (issue 35)"
+TRACES = "traces, spans, logs and evaluations (issue 36)"
+REGISTRIES = "prompts, skills, webhooks and triggers (issue 37)"
+SEARCH = "context search indexes and RAG deployments (issue 38)"
+
+PLANNED: dict[str, str] = {
+    "/v1/responses": RESPONSES,
+    "/v1/audio/speech": VOICE,
+    "/v1/audio/voices": VOICE,
+    "/v2/audio/voices": VOICE,
+    "/v1/audio/agents": VOICE,
+    "/v1/audio/sessions": VOICE,
+    "/v1/client/sessions": VOICE,
+    **{
+        f"/v1/observability/{name}": TRACES
+        for name in (
+            "traces",
+            "spans",
+            "logs",
+            "pipelines",
+            "pipeline-results",
+            "projects",
+            "evaluations_v2",
+            "evaluation-runs_v2",
+            "optimizations",
+        )
+    },
+    "/v2/prompts": REGISTRIES,
+    "/v2/skills": REGISTRIES,
+    "/v1/webhooks": REGISTRIES,
+    "/v1/triggers": REGISTRIES,
+    "/v1/context": SEARCH,
+    "/v1/rag": SEARCH,
+}
+
+
+def renderer(group: str) -> Callable[[Exception], JSONResponse | None]:
+    """The error renderer of a planned prefix: no route there is a 501 naming `group`; any other
+    error (a route built later, say) keeps the default rendering."""
+
+    def render(exc: Exception) -> JSONResponse | None:
+        if isinstance(exc, HTTPException) and exc.status_code in (404, 405):
+            message = f"not served yet: {group} is planned but not built in this server"
+            return JSONResponse(
+                error_body(message, "not_implemented_error", "not_implemented"), 501
+            )
+        return None
+
+    return render
