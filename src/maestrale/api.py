@@ -5,7 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.routing import BaseRoute
 
+from maestrale.admin.identity.router import router as identity_router
 from maestrale.admin.router import router as admin_router
+from maestrale.admin.service_accounts.router import router as service_accounts_router
 from maestrale.agents.completions import router as agent_completions_router
 from maestrale.agents.router import router as agents_router
 from maestrale.audio.realtime.router import router as audio_realtime_router
@@ -39,12 +41,14 @@ api_router.include_router(connectors_router)
 api_router.include_router(conversations_router)
 api_router.include_router(files_router)
 api_router.include_router(fine_tuning_router)
+api_router.include_router(identity_router)
 api_router.include_router(libraries_router)
 api_router.include_router(observability_campaigns_router)
 api_router.include_router(observability_datasets_router)
 api_router.include_router(observability_events_router)
 api_router.include_router(observability_judges_router)
 api_router.include_router(ocr_router)
+api_router.include_router(service_accounts_router)
 api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.
 api_router.include_router(admin_router)

@@ -128,7 +128,14 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     blobs = make_blob_store(settings)
     artifacts = ArtifactFiles(blobs, settings.data_dir / "models")
     invalidator.subscribe_local(limits.provider.on_invalidation)
-    gateway = Gateway(engines, recorder, db, hooks=[limits.hook], artifacts=artifacts.local)
+    gateway = Gateway(
+        engines,
+        recorder,
+        db,
+        hooks=[limits.hook],
+        artifacts=artifacts.local,
+        fetch_policy=settings.fetch_policy,
+    )
     services = Services(
         settings=settings,
         db=db,

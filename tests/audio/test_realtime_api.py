@@ -167,6 +167,7 @@ async def test_bad_messages_are_answered_and_the_session_goes_on(served: str) ->
                 {"type": "session.update", "session": {"audio_format": {"encoding": "mp3"}}}
             ),
             json.dumps({"type": "session.update", "session": "x"}),
+            json.dumps({"type": "session.update", "session": {"diarize": True}}),  # 3.x's
             json.dumps({"type": "input_audio.append", "audio": "\ud800"}),
             b"\x00\x01 binary",
         ]
@@ -183,6 +184,7 @@ async def test_bad_messages_are_answered_and_the_session_goes_on(served: str) ->
             (400, "invalid_audio"),
             (413, "audio_chunk_too_large"),
             (400, "unknown_message_type"),
+            (422, "invalid_session"),
             (422, "invalid_session"),
             (422, "invalid_session"),
             (400, "invalid_message"),  # a lone surrogate is not JSON text

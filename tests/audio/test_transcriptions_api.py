@@ -250,11 +250,17 @@ async def test_request_errors(client: httpx.AsyncClient) -> None:
     assert (chat_only.status_code, chat_only.json()["code"]) == (400, "model_capability_missing")
     french = await transcribe(client, language="fr")
     assert (french.status_code, french.json()["code"]) == (400, "unsupported_language")
-    invalid = await transcribe(client, temperature="hot", timestamp_granularities=["char"])
+    invalid = await transcribe(
+        client,
+        temperature="hot",
+        timestamp_granularities=["char"],
+        speaker_references='{"ann": "UklGRg=="}',
+    )
     assert invalid.status_code == 422
     locs = {tuple(d["loc"]) for d in invalid.json()["detail"]}
     assert ("body", "temperature") in locs
     assert ("body", "timestamp_granularities", 0) in locs
+    assert ("body", "speaker_references") in locs  # mistralai 3.x's: not ignored
     no_model = await client.post(URL, files={"file": (HELLO, clip()[0])})
     assert no_model.status_code == 422
     text = await client.post(URL, content=b"model=x", headers={"content-type": "text/plain"})

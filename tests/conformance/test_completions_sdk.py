@@ -1,4 +1,5 @@
-"""The official SDKs (mistralai 2.8.0, openai) drive chat, FIM and embeddings on a live server."""
+"""The official SDKs (mistralai 2.8.0 and 3.x, openai) drive chat, FIM, embeddings and the legacy
+text completion on a live server."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from openai import OpenAI
 
 from tests.conformance.conftest import LiveServer
 from tests.support.local_model import FRANCE, on_topic
+from tests.support.sdks import SdkProcess
 
 
 def _mistral(server: LiveServer) -> Mistral:
@@ -132,3 +134,61 @@ def test_local_embeddings_as_mistral_embed(live_server: LiveServer) -> None:
         model="mistral-embed", inputs=["bonjour", "hello"]
     )
     assert [len(d.embedding) for d in res.data] == [384, 384]
+
+
+def test_openai_sdk_fields_and_legacy_completions(live_server: LiveServer) -> None:
+    # What the OpenAI SDK sends that the platform's own SDK does not (issue 33).
+    sdk = _openai(live_server)
+    res = sdk.chat.completions.create(
+        model="maestrale-echo",
+        messages=[
+            {"role": "developer", "content": "Answer briefly."},
+            {"role": "user", "content": "one two three"},
+        ],
+        max_completion_tokens=2,
+        logprobs=True,
+        top_logprobs=1,
+    )
+    choice = res.choices[0]
+    assert choice.message.content == "echo: one" and choice.finish_reason == "length"
+    assert choice.logprobs is not None and choice.logprobs.content is not None
+    assert [t.token for t in choice.logprobs.content] == ["echo:", " one"]
+    assert choice.logprobs.content[0].top_logprobs[0].logprob == 0.0
+    text = sdk.completions.create(model="maestrale-echo", prompt="legacy", max_tokens=5, n=2)
+    assert [c.text for c in text.choices] == ["echo: legacy"] * 2
+    assert text.usage is not None and text.usage.total_tokens > 0
+    stream = sdk.completions.create(
+        model="maestrale-echo",
+        prompt="streamed text",
+        logprobs=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == "echo: streamed text"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
+
+
+def test_sdk3_chat_fields(any_sdk: SdkProcess) -> None:
+    if not any_sdk.version.startswith("3."):
+        pytest.skip("mistralai 3.x's request fields")
+    body = any_sdk.call(
+        "chat.complete",
+        model="maestrale-echo",
+        messages=[{"role": "user", "content": "sdk three"}],
+        logprobs=True,
+        top_logprobs=1,
+        top_k=5,
+        repetition_penalty=1.1,
+        service_tier="auto",
+    ).ok()
+    content = body["choices"][0]["logprobs"]["content"]
+    assert [t["token"] for t in content] == ["echo:", " sdk", " three"]
+    assert body["usage"]["service_tier"] == "standard"
+    refused = any_sdk.call(
+        "chat.complete",
+        model="maestrale-echo",
+        messages=[{"role": "user", "content": "x"}],
+        prompt_logprobs=True,
+    )
+    assert refused.status == 400 and "maestrale-echo" in str(refused.body)

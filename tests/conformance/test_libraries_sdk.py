@@ -17,6 +17,7 @@ from mistralai.client.errors import SDKError
 
 from tests.support.app_fixtures import ADMIN_KEY, API_KEY
 from tests.support.live import start_server, stop_server
+from tests.support.sdks import SdkProcess
 
 NOTES = (
     b"# Harbour notes\n\nThe northern quay opened in April.\n\n"
@@ -236,3 +237,20 @@ def test_accesses_across_workspaces(
         them.beta.libraries.get(library_id=library.id)
     assert gone.value.status_code == 404
     sdk.beta.libraries.delete(library_id=library.id)
+
+
+def test_every_sdk_reads_a_markdown_document_right_after_upload(
+    any_sdk: SdkProcess, tmp_path: Path
+) -> None:
+    """The SDK's library example: upload a small Markdown file, then `text_content` at once
+    (its text is read during the upload; processing comes later)."""
+    library = any_sdk.call("beta.libraries.create", name="examples").ok()
+    path = tmp_path / "lorem_ipsum.md"
+    path.write_bytes(NOTES)
+    file = {"file_name": "lorem_ipsum.md", "path": str(path)}
+    doc = any_sdk.call("beta.libraries.documents.upload", library_id=library["id"], file=file).ok()
+    text = any_sdk.call(
+        "beta.libraries.documents.text_content", library_id=library["id"], document_id=doc["id"]
+    ).ok()
+    assert "The northern quay opened in April." in text["text"]
+    any_sdk.call("beta.libraries.delete", library_id=library["id"]).ok()

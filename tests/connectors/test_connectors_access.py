@@ -1,6 +1,6 @@
 """Who sees and may change a connector: tenancy (another organization never sees one), private
-connectors (their owner only), sharing (the creator, with the workspace role's permission;
-irreversible), activation at each level, credentials (sealed, never shown), and the SSRF guard."""
+connectors (their owner only), sharing (the creator, with the workspace role's permission),
+activation at each level, credentials (sealed, never shown), and the SSRF guard."""
 
 from __future__ import annotations
 
@@ -80,10 +80,9 @@ async def test_private_connectors_and_sharing(
         assert seen["visibility"] == "shared_workspace" and seen["owner_type"] == "workspace"
         again = await creator.put(f"/v1/connectors/{private['id']}/share")
         assert again.status_code == 409
-        undo = await creator.delete(f"/v1/connectors/{private['id']}/share")
-        assert undo.status_code == 409 and undo.json()["code"] == "connector_share_irreversible"
-        # A plain user may use a shared connector, not delete it.
+        # A plain user may use a shared connector, not delete it, nor unshare it.
         assert (await peer.delete(f"/v1/connectors/{private['id']}")).status_code == 403
+        assert (await peer.delete(f"/v1/connectors/{private['id']}/share")).status_code == 403
 
 
 async def test_activation_levels_and_tool_lists(

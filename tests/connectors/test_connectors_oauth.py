@@ -49,7 +49,8 @@ async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
         assert refused.status_code == 502 and refused.json()["code"] == "connector_unauthorized"
 
         got = await conn_client.get(
-            "/v1/connectors/locked/auth_url", params={"credentials_name": "main"}
+            "/v1/connectors/locked/auth_url",
+            params={"credentials_name": "main", "credentials_title": "Main account"},
         )
         assert got.status_code == 200, got.text
         auth_url, ttl = got.json()["auth_url"], got.json()["ttl"]
@@ -74,6 +75,7 @@ async def test_oauth2_flow_stores_sealed_tokens_and_refreshes_them(
         assert "echo" in {t["name"] for t in described["tools"]}
         (cred,) = described["connection_credentials"]
         assert cred["name"] == "main" and cred["authentication_type"] == "oauth2"
+        assert cred["title"] == "Main account"  # 3.x's credentials_title
 
         # The access token lives 2 s, under the refresh margin: every use refreshes it first.
         before = auth.store.refreshes

@@ -257,22 +257,78 @@ async def test_streamed_tool_execution(
     assert entries[2]["content"] == "tool echo returned: hi"
 
 
-async def test_the_step_limit_ends_a_run_that_ran_tools_with_what_it_did(
-    client: httpx.AsyncClient, toolboxes: FixtureToolboxes, monkeypatch: pytest.MonkeyPatch
+async def test_the_step_limit_ends_a_run_that_ran_tools_with_a_message(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    toolboxes: FixtureToolboxes,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("maestrale.conversations.loop.run.MAX_STEPS", 1)
     started = await start(client, inputs=call("echo", text="once"))
-    [execution] = started["outputs"]
+    execution, answer = started["outputs"]
     assert execution["type"] == "tool.execution" and execution["info"]["output"] == "once"
+    # One more turn, without tools, answers from what the run did.
+    assert answer["type"] == "message.output" and answer["content"] == "tool echo returned: once"
     conv_id = started["conversation_id"]
     assert [e["type"] for e in await history(client, conv_id)] == [
         "message.input",
         "tool.execution",
+        "message.output",
     ]
-    # The next append goes on from there; a run that ran no tool is still refused past the limit.
     assert toolboxes.log.calls == [("echo", {"text": "once"})]
+    assert len(await model_calls(app, conv_id)) == 2
     go_on = await post(client, f"/v1/conversations/{conv_id}", inputs="go on")
     assert go_on["outputs"][0]["content"] == "echo: go on"
+
+
+async def test_a_forced_tool_choice_holds_for_the_first_turn_only(
+    app: FastAPI, client: httpx.AsyncClient, toolboxes: FixtureToolboxes
+) -> None:
+    """The builtin model answers a forced choice with a call even after tool results (as small
+    models do): forced at every turn, the run made 8 identical calls and no message."""
+    for choice in ("any", "required"):
+        started = await start(
+            client, inputs=call("echo", text="hi"), completion_args={"tool_choice": choice}
+        )
+        execution, answer = started["outputs"]
+        assert execution["type"] == "tool.execution"
+        assert answer["content"] == "tool echo returned: hi"
+        assert len(await model_calls(app, started["conversation_id"])) == 2
+    assert toolboxes.log.calls == [("echo", {"text": "hi"})] * 2
+
+
+async def test_a_repeated_call_is_cut_and_the_run_says_why_it_stopped(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    toolboxes: FixtureToolboxes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A model that keeps repeating its call: the forced choice is never lifted here.
+    monkeypatch.setattr("maestrale.conversations.loop.run.FORCED_TURNS", 99)
+    streamed = await events(
+        client,
+        "/v1/conversations",
+        model="maestrale-echo",
+        tools=[CONNECTOR],
+        inputs=call("echo", text="hi"),
+        # The stop cuts the last turn's whole answer ("tool echo returned: hi"): it says nothing.
+        completion_args={"tool_choice": "any", "stop": ["tool"]},
+    )
+    kinds = [e["type"] for e in streamed]
+    assert kinds.count("tool.execution.done") == 1 and kinds[-1] == "conversation.response.done"
+    why = "The run stopped: the model repeated its call to echo with the same arguments."
+    deltas = [e for e in streamed if e["type"] == "message.output.delta"]
+    assert "".join(e["content"] for e in deltas) == why
+    assert {e["output_index"] for e in deltas} == {1}
+    conv_id = streamed[0]["conversation_id"]
+    entries = await history(client, conv_id)
+    assert [e["type"] for e in entries] == ["message.input", "tool.execution", "message.output"]
+    assert entries[2]["content"] == why and entries[2]["id"] == deltas[0]["id"]
+    # The call, its repeat (not run), and the last turn, made without tools.
+    assert toolboxes.log.calls == [("echo", {"text": "hi"})]
+    _, repeat, last = await model_calls(app, conv_id)
+    assert [c["function"]["name"] for c in repeat.response_messages[0]["tool_calls"]] == ["echo"]
+    assert not any(message.get("tool_calls") for message in last.response_messages)
 
 
 async def test_restart_after_tool_executions(

@@ -217,10 +217,12 @@ async def test_the_threshold_decides_under_auto() -> None:
     # Threshold 0: every answer is a call, even to a question no tool fits (a call takes under
     # 60 tokens). Threshold 1: the model never gives opening a call certainty, so the answer is
     # text, even to a question a tool fits, which may not open with a tag: a call, if the model
-    # opens one while writing, comes after some text.
+    # opens one while writing, comes after some text. (The floor at the threshold: no call is
+    # drafted below it; see test_llama_bounds for the draft.)
     cases = ((0.0, JOKE_QUESTION, 200), (1.0, WEATHER_QUESTION, 40))
     for threshold, question, max_tokens in cases:
-        engine = create_engine(spec(n_threads=1, tool_call_threshold=threshold))
+        options = {"tool_call_threshold": threshold, "tool_call_floor": threshold}
+        engine = create_engine(spec(n_threads=1, **options))
         try:
             result = await engine.chat(ask(question, max_tokens=max_tokens))
             check_text_or_call(result, TOOLS)

@@ -35,7 +35,7 @@ from maestrale.engines.local.llama_tools import template_messages
 from maestrale.engines.protocols import ChatEngine, Closeable, FimEngine
 from maestrale.engines.registry import EngineRegistry, EngineUnavailable
 from maestrale.engines.specs import CatalogError, ModelSpec, load_catalog
-from maestrale.engines.types import ChatChunk, ChatRequest, EngineError, FimRequest
+from maestrale.engines.types import ChatChunk, ChatRequest, EngineError, FimRequest, TextRequest
 from tests.support.local_model import FRANCE, on_topic
 
 TOOL = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
@@ -334,6 +334,50 @@ async def test_fim_continues_the_prompt(engine: LlamaCppEngine) -> None:
     assert result.choices[0].finish_reason == ("length" if tokens == 8 else "stop")
     chunks = [c async for c in engine.fim_stream(request)]
     assert content(chunks) == text  # temperature 0: the same continuation again
+
+
+async def test_raw_completion_with_logprobs(engine: LlamaCppEngine) -> None:
+    # The legacy /v1/completions: the prompt continued without the chat template, so the first
+    # token's log-probability is what `logprob` gives the same text after the same prompt.
+    prompt = "The capital of France is"
+    request = TextRequest(model="smol", prompt=prompt, temperature=0, max_tokens=6, n=2, logprobs=2)
+    result = await engine.complete(request)
+    first, second = result.choices
+    assert first.message == second.message and on_topic(first.message["content"])
+    entries = first.logprobs or []
+    assert "".join(e["token"] for e in entries) == first.message["content"]
+    assert len(entries) == result.usage.completion_tokens // 2
+    assert entries[0]["logprob"] == pytest.approx(
+        await engine.logprob(prompt, entries[0]["token"]), abs=1e-3
+    )
+    chunks = [c async for c in engine.complete_stream(request)]
+    assert content(chunks) == first.message["content"]
+    assert [e for c in chunks if c.index == 0 for e in c.logprobs or []] == entries
+
+
+# --- logprobs and mistralai 3.x's sampling fields ---------------------------------------------
+
+
+async def test_chat_logprobs_top_k_and_min_tokens(engine: LlamaCppEngine) -> None:
+    # repetition_penalty 1.0 in place of the engine's default 1.1, and greedy (temperature 0):
+    # each drawn token is the likeliest one.
+    yes = ask("What is 2+2?", max_tokens=40, logprobs=3, top_k=1, repetition_penalty=1.0)
+    plain = await engine.chat(yes)
+    [choice] = plain.choices
+    entries = choice.logprobs or []
+    assert "".join(e["token"] for e in entries) == choice.message["content"]
+    for entry in entries:
+        tops = entry["top_logprobs"]
+        assert len(tops) == 3 and entry["logprob"] <= 0
+        assert [t["logprob"] for t in tops] == sorted((t["logprob"] for t in tops), reverse=True)
+        assert entry["token_id"] == tops[0]["token_id"] and entry["bytes"] == tops[0]["bytes"]
+    assert sum(math.exp(t["logprob"]) for t in entries[0]["top_logprobs"]) <= 1 + 1e-6
+    # min_tokens holds the end back: a longer answer than the model's own (measured: 11 tokens).
+    natural = plain.usage.completion_tokens
+    wanted = min(natural + 5, 40)
+    longer = await engine.chat(ask("What is 2+2?", max_tokens=40, min_tokens=wanted))
+    assert longer.usage.completion_tokens >= wanted
+    assert longer.choices[0].logprobs is None  # not asked
 
 
 # --- concurrency ----------------------------------------------------------------------------

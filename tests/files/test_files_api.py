@@ -97,14 +97,19 @@ async def test_fine_tune_refuses_bad_jsonl_naming_the_line(
     assert blob_files(app) == []
 
 
-async def test_fine_tune_needs_a_jsonl_file_with_lines(
+async def test_fine_tune_files_are_judged_by_content_not_name(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    resp = await upload(client, jsonl('{"messages": []}'), "train.json", purpose="fine-tune")
-    assert resp.status_code == 400 and ".jsonl" in resp.json()["message"]
+    # The TypeScript SDK's README uploads a Blob, named "blob", with no purpose (fine-tune).
+    blob = await upload(client, jsonl('{"messages": []}', '{"messages": []}'), "blob")
+    assert blob.status_code == 200, blob.text
+    assert blob.json()["purpose"] == "fine-tune" and blob.json()["num_lines"] == 2
+    bad = await upload(client, jsonl('{"messages": []}', "not json"), "blob")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_jsonl"
+    assert bad.json()["message"].startswith("blob: line 2 is not valid JSON")
     empty = await upload(client, b"\n\n", "train.jsonl", purpose="fine-tune")
     assert empty.status_code == 400 and "no lines" in empty.json()["message"]
-    assert blob_files(app) == []
+    assert len(blob_files(app)) == 1
 
 
 async def test_purpose_after_the_file_part_is_honoured(client: httpx.AsyncClient) -> None:

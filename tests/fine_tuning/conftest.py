@@ -24,6 +24,14 @@ max_context_length = 4096
 price = { training_per_million = 2.0 }
 
 [[models]]
+id = "small-chat"
+aliases = ["platform-7b"]
+name = "Small chat (builtin)"
+engine = "builtin"
+capabilities = ["completion_chat", "fine_tuning"]
+training = { learning_rate = 1e-3, min_learning_rate = 5e-4, min_training_steps = 8 }
+
+[[models]]
 id = "tiny-classifier"
 engine = "builtin"
 capabilities = ["embeddings", "classification", "fine_tuning"]

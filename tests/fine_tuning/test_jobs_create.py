@@ -49,7 +49,8 @@ async def test_a_completion_job_is_validated_and_queued(
     assert meta["train_tokens"] == meta["train_tokens_per_step"] * 8
     assert meta["cost"] == round(meta["train_tokens"] / 1e6 * 2.0, 6) and meta["cost"] > 0
     assert meta["cost_currency"] == "USD"
-    assert meta["expected_duration_seconds"] == math.ceil(meta["train_tokens"] / 90.0)
+    # The defaults until a job of the base finished here: 20 s to start, 7.5 tokens a second.
+    assert meta["expected_duration_seconds"] == math.ceil(20 + meta["train_tokens"] / 7.5)
     assert meta["estimated_start_time"] >= created["created_at"]
 
     got = (await client.get(f"/v1/fine_tuning/jobs/{created['id']}")).json()
@@ -114,7 +115,8 @@ async def test_dry_run_writes_nothing(app: FastAPI, client: httpx.AsyncClient) -
         assert resp.status_code == 200, resp.text
         meta = resp.json()
         assert meta["object"] == "job.metadata" and meta["job_type"] == "completion"
-        assert meta["details"] == "" and meta["deprecated"] is True
+        assert meta["details"].startswith("expected duration: 20 s to start, then 7.5 training")
+        assert meta["deprecated"] is True
         assert meta["training_steps"] == 6 and meta["epochs"] == 3
         assert meta["data_tokens"] > 0 and meta["train_tokens"] > 0
         assert meta["cost"] > 0 and meta["cost_currency"] == "USD"

@@ -103,11 +103,10 @@ async def test_upload_list_get_update_delete(app: FastAPI, client: httpx.AsyncCl
     cleared = (await client.put(path, json={"attributes": None})).json()
     assert cleared["attributes"] is None and cleared["name"] == "renamed.txt"
 
-    # Not processed yet: no text, no extracted-text link.
-    for suffix in ("/text_content", "/extracted-text-signed-url", "/extracted-text"):
-        resp = await client.get(path + suffix)
-        assert resp.status_code == 409, suffix
-        assert resp.json()["code"] == "document_not_processed"
+    # Not processed yet, but a small text: its text was read during the upload.
+    assert (await client.get(f"{path}/text_content")).json() == {"text": TEXT.decode().rstrip()}
+    link = urlsplit((await client.get(f"{path}/extracted-text-signed-url")).json())
+    assert (await client.get(f"{link.path}?{link.query}")).text == TEXT.decode().rstrip()
 
     assert (await client.delete(path)).status_code == 204
     assert (await client.get(path)).status_code == 404
@@ -315,9 +314,43 @@ async def test_upload_over_the_limit_is_413_and_keeps_nothing(
             headers={"content-type": "multipart/form-data; boundary=b"},
         )
         assert streamed.status_code == 413
-        assert len(s.blob_files(application)) == 1
+        assert len(s.blob_files(application)) == 2  # the accepted one, and its text
         library = (await client.get(f"/v1/libraries/{library_id}")).json()
         assert library["nb_documents"] == 1 and library["total_size"] == 1000
+
+
+async def test_text_documents_are_readable_right_after_upload_within_a_bound(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Text, Markdown, HTML and JSON up to `library_upload_text_max_bytes` are read during the
+    upload (by the job's readers); a larger one, or a PDF, waits for its processing (409)."""
+    settings = app_fixtures.test_settings(
+        database_url, tmp_path / "data", library_upload_text_max_bytes=200
+    )
+    application = create_app(settings)
+    lifespan = application.router.lifespan_context(application)
+    async with lifespan, app_fixtures.make_client(application) as client:
+        library_id = await s.create_library(client)
+        read = {
+            "n.md": (b"# Notes\n\nThe *quay* opened.\n", "# Notes\n\nThe quay opened."),
+            "n.html": (b"<html><body><p>The <b>quay</b></p></body></html>", "The quay"),
+            "n.json": (b'{"quay": "opened"}\r\n', '{"quay": "opened"}'),
+        }
+        waiting = {"big.txt": b"y" * 201, "r.pdf": b"%PDF-1.4\n" + b"x" * 50}
+        for name, (content, expected) in read.items():
+            doc = await s.uploaded(client, library_id, content, name)
+            assert doc["process_status"] == "todo", name
+            base = f"/v1/libraries/{library_id}/documents/{doc['id']}"
+            assert (await client.get(f"{base}/text_content")).json() == {"text": expected}
+        for name, content in waiting.items():
+            doc = await s.uploaded(client, library_id, content, name)
+            base = f"/v1/libraries/{library_id}/documents/{doc['id']}"
+            for suffix in ("/text_content", "/extracted-text-signed-url", "/extracted-text"):
+                resp = await client.get(base + suffix)
+                assert resp.status_code == 409, (name, suffix)
+                assert resp.json()["code"] == "document_not_processed"
+        # Each text read is a blob of its own, beside the originals.
+        assert len(s.blob_files(application)) == len(read) * 2 + len(waiting)
 
 
 async def test_uploads_stream_past_the_json_body_limit(database_url: str, tmp_path: Path) -> None:

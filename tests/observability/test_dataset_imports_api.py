@@ -41,6 +41,7 @@ TASK_KEYS = {
     "status",
     "progress",
     "message",
+    "result",
 }
 
 
@@ -96,6 +97,11 @@ async def test_import_from_explorer(app: FastAPI, client: httpx.AsyncClient) -> 
     done = await task_of(client, ds["id"], task["id"])
     assert done["status"] == "COMPLETED" and done["progress"] == 100
     assert done["message"] == "imported 3 records"
+    assert done["result"] == {
+        "requested_record_count": 3,
+        "imported_record_count": 3,
+        "skipped_record_count": 0,
+    }
     got = await records(client, ds["id"])
     assert sorted(r["payload"]["messages"][0]["content"] for r in got) == [
         "alpha one",

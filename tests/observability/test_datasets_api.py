@@ -38,6 +38,7 @@ async def test_dataset_crud_and_soft_delete(app: FastAPI, client: httpx.AsyncCli
         "updated_at",
         "deleted_at",
         "name",
+        "slug",
         "description",
         "owner_id",
         "workspace_id",

@@ -178,6 +178,21 @@ async def test_table_format_and_confidence(ocr_client: httpx.AsyncClient, text_p
     assert scores["minimum_page_confidence_score"] == 1.0  # a text layer is certain
     first = scores["word_confidence_scores"][0]
     assert first == {"text": "Quarterly", "confidence": 1.0, "start_index": 2}
+    # mistralai 3.x's third granularity: scores per block, even without `include_blocks`.
+    response = await ocr(
+        ocr_client,
+        document=pdf_document(text_pdf),
+        pages=[0],
+        include_blocks=False,
+        confidence_scores_granularity="block",
+    )
+    assert response.status_code == 200, response.text
+    blocks = response.json()["pages"][0]["blocks"]
+    assert blocks[0]["confidence_scores"] == {
+        "average_content_confidence_score": 1.0,
+        "minimum_content_confidence_score": 1.0,
+        "block_type_confidence_score": None,
+    }
 
 
 async def test_uploaded_file_and_other_workspace(

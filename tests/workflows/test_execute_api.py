@@ -39,6 +39,15 @@ async def test_register_then_execute_and_wait(
         again = await wf_client.get(f"/v1/workflows/executions/{body['execution_id']}")
         assert again.json()["status"] == "COMPLETED"
         assert again.json()["result"] == {"result": "HELLO"}
+        assert again.json()["search_keys"] is None
+        # 3.x: the run's search attributes, as Temporal has them (its own `BuildIds` at least),
+        # when asked for.
+        keyed = await wf_client.get(
+            f"/v1/workflows/executions/{body['execution_id']}",
+            params={"include_search_keys": True},
+        )
+        assert keyed.status_code == 200 and keyed.json()["search_keys"]
+        assert all(isinstance(v, str | None) for v in keyed.json()["search_keys"].values())
 
 
 async def test_execute_without_waiting_then_get(

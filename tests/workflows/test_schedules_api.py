@@ -274,6 +274,11 @@ async def test_list_pages(wf_client: httpx.AsyncClient) -> None:
         if not token:
             break
     assert [s for s in seen if s.startswith(prefix)] == made
+    # `search` (3.x): a prefix of the workflow's name, case-insensitive.
+    found = (await wf_client.get("/v1/workflows/schedules", params={"search": "EC"})).json()
+    assert {s["schedule_id"] for s in found["schedules"]} >= set(made)
+    none = (await wf_client.get("/v1/workflows/schedules", params={"search": "cho"})).json()
+    assert none["schedules"] == []
     for schedule_id in made:
         await wf_client.delete(f"/v1/workflows/schedules/{schedule_id}")
 

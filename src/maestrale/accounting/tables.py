@@ -27,6 +27,7 @@ class UsageRecord(Base):
     workspace_id: Mapped[str] = mapped_column(String(36))
     key_id: Mapped[str | None] = mapped_column(String(36), default=None)
     user_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    service_account_id: Mapped[str | None] = mapped_column(String(36), default=None)
     model: Mapped[str] = mapped_column(String(200))
     endpoint: Mapped[str] = mapped_column(String(50))  # chat | fim | embeddings | ...
     source: Mapped[str] = mapped_column(String(50), default="api")  # api | batch | agent | ...
@@ -59,6 +60,7 @@ class ChatCompletionEvent(Base):
     organization_id: Mapped[str] = mapped_column(String(36))
     workspace_id: Mapped[str] = mapped_column(String(36))
     key_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    service_account_id: Mapped[str | None] = mapped_column(String(36), default=None)
     correlation_id: Mapped[str] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(50), default="api")
     model: Mapped[str] = mapped_column(String(200))

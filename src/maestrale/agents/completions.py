@@ -49,6 +49,8 @@ def chat_request(
     if instructions:
         messages.insert(0, {"role": "system", "content": instructions})
     values: dict[str, Any] = {**completion_args, **given, "model": model, "messages": messages}
+    if "max_completion_tokens" in given and "max_tokens" not in given:
+        values.pop("max_tokens", None)  # OpenAI's name of it overrides the agent's max_tokens
     values["guardrails"] = [*(guardrails or []), *(stored(body.guardrails) or [])] or None
     if "tools" not in given:
         for tool in tools:

@@ -26,6 +26,19 @@ class TranscriptionForm(BaseModel):
     diarize: bool = False
     context_bias: list[str] = Field(default_factory=list, max_length=1000)
     timestamp_granularities: list[Granularity] = Field(default_factory=list)
+    # mistralai 3.x: reference audio of known speakers, to name the diarized ones. The local
+    # diarizer cannot match voices: refused when given, not ignored.
+    speaker_references: Any = None
+
+    @field_validator("speaker_references")
+    @classmethod
+    def _no_references(cls, value: Any) -> None:
+        if value not in (None, "", "null", "{}", {}):
+            raise ValueError(
+                "speaker_references is not supported: the local diarizer cannot match "
+                "reference voices (diarized speakers come back as speaker ids)"
+            )
+        return None
 
     @field_validator("file_url", "file_id", "language", mode="before")
     @classmethod

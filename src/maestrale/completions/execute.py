@@ -12,13 +12,16 @@ from typing import Any
 
 from maestrale.completions.hearing import has_audio, hear
 from maestrale.completions.schemas import (
+    SERVED_TIER,
     ChatCompletionRequest,
     EmbeddingRequest,
     FIMCompletionRequest,
 )
 from maestrale.completions.shapes import completion_body, encode_vector, quantize, usage_dict
 from maestrale.completions.validation import (
+    check_options,
     engine_messages,
+    shortened,
     validate_chat,
     validate_embeddings,
     validate_fim,
@@ -63,6 +66,7 @@ async def prepare_chat(
     )
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
+    check_options(body, call.spec, call.engine)
     if isinstance(call.engine, HearsByTranscription) and has_audio(body.messages):
         messages = await hear(
             gateway,
@@ -113,15 +117,30 @@ def engine_chat_request(
         n=body.n or 1,
         presence_penalty=body.presence_penalty,
         frequency_penalty=body.frequency_penalty,
+        top_k=body.top_k,
+        repetition_penalty=body.repetition_penalty,
+        min_tokens=body.min_tokens or None,
+        logprobs=(body.top_logprobs or 0) if body.logprobs else None,
+        prompt_logprobs=(body.top_prompt_logprobs or 0) if body.prompt_logprobs else None,
     )
 
 
+def served_tier(body: ChatCompletionRequest) -> str | None:
+    """The tier the usage reports (`UsageInfo.service_tier`): when the request named one."""
+    return SERVED_TIER if body.service_tier is not None else None
+
+
 async def complete_chat(
-    gateway: Gateway, call: Call[ChatEngine], model: str, engine_request: ChatRequest
+    gateway: Gateway,
+    call: Call[ChatEngine],
+    model: str,
+    engine_request: ChatRequest,
+    *,
+    tier: str | None = None,
 ) -> dict[str, Any]:
     """Call the engine (accounted by the gateway) and shape the chat completion body."""
     result = await gateway.chat(call, engine_request)
-    return completion_body(call.completion_id, model, call.created, result)
+    return completion_body(call.completion_id, model, call.created, result, tier=tier)
 
 
 async def prepare_fim(
@@ -177,12 +196,19 @@ async def run_embeddings(
     )
     call.extra = _merged(body.metadata, extra)
     await gateway.admit(call, estimate_tokens(sum(map(len, inputs)), 0))
+    # A Matryoshka model's vectors are cut here; any other engine gives the dimension itself
+    # or refuses it (400 naming the model).
+    wanted = body.dimension()
+    cut = wanted is not None and call.spec.matryoshka
     result = await gateway.embed(
         call,
         EngineEmbeddingRequest(
-            model=call.upstream, inputs=inputs, output_dimension=body.output_dimension
+            model=call.upstream, inputs=inputs, output_dimension=None if cut else wanted
         ),
     )
+    vectors = result.vectors
+    if cut and wanted is not None:
+        vectors = shortened(vectors, wanted, call.spec)
     data = [
         {
             "object": "embedding",
@@ -191,7 +217,7 @@ async def run_embeddings(
             ),
             "index": i,
         }
-        for i, vector in enumerate(result.vectors)
+        for i, vector in enumerate(vectors)
     ]
     response = {
         "id": f"embd-{call.completion_id[5:]}",
@@ -215,7 +241,9 @@ async def _chat_executor(
     call, engine_request = await prepare_chat(
         gateway, caller, request, correlation_id=correlation_id, source=source, extra=extra
     )
-    return await complete_chat(gateway, call, request.model, engine_request)
+    return await complete_chat(
+        gateway, call, request.model, engine_request, tier=served_tier(request)
+    )
 
 
 async def _fim_executor(

@@ -2,17 +2,25 @@
 local Voxtral names): each `input_audio` chunk is transcribed by the same model — a
 transcription call of its own, opened, limited and accounted by the gateway like one of
 /v1/audio/transcriptions — and replaced by a text chunk of its transcript before the chat model
-sees the messages (and before guardrails read them)."""
+sees the messages (and before guardrails read them).
+
+The audio is base64, or a URL (the SDK's audio chat examples pass one), fetched as a
+`document_url` is (`core.fetch`: private addresses refused, the gateway's `fetch_policy` size and
+time bounds), once the call is opened and no transaction is held; content served as something
+other than audio (an HTML page, JSON) is refused before any transcription."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from maestrale.audio.service import report
 from maestrale.completions.schemas import Message
 from maestrale.completions.validation import InvalidRequest
+from maestrale.core.fetch import Fetched, fetch_url
 from maestrale.engines.transcription_types import TranscriptionRequest
 from maestrale.gateway.capabilities import TRANSCRIPTION
 from maestrale.gateway.gateway import Gateway
@@ -24,6 +32,37 @@ def has_audio(messages: list[Message]) -> bool:
         isinstance(m.content, list) and any(c["type"] == "input_audio" for c in m.content)
         for m in messages
     )
+
+
+# A scheme and `//`: a URL, never base64 (whose alphabet has no colon).
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+# Types a server gives audio under: audio/*, the video containers audio comes in (MP4, WebM,
+# Ogg), and the generic binary types; anything else (text/html above all) is not audio.
+_BINARY_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/ogg"})
+
+
+def audio_url(chunk: dict[str, Any]) -> str | None:
+    """The URL an `input_audio` chunk names instead of base64 audio, if any."""
+    value = chunk.get("input_audio")
+    if isinstance(value, dict):
+        value = value.get("url") or value.get("data")
+    return value if isinstance(value, str) and _URL.match(value) else None
+
+
+def fetched_audio(fetched: Fetched, where: str) -> bytes:
+    """The body of a fetched `input_audio` URL; 400 when it is empty or not served as audio."""
+    kind = (fetched.content_type or "").lower()
+    if kind and not kind.startswith(("audio/", "video/")) and kind not in _BINARY_TYPES:
+        raise InvalidRequest(
+            f"{where}: the `input_audio` URL serves {kind}, not audio",
+            param=f"{where}.input_audio",
+            code="invalid_audio",
+        )
+    if not fetched.content:
+        raise InvalidRequest(
+            f"{where}: the `input_audio` URL serves no content", param=f"{where}.input_audio"
+        )
+    return fetched.content
 
 
 def audio_of(chunk: dict[str, Any], where: str) -> bytes:
@@ -54,13 +93,27 @@ def audio_of(chunk: dict[str, Any], where: str) -> bytes:
 
 
 async def _transcribe(
-    gateway: Gateway, caller: Caller, model: str, audio: bytes, correlation_id: str, source: str
+    gateway: Gateway,
+    caller: Caller,
+    model: str,
+    chunk: dict[str, Any],
+    where: str,
+    correlation_id: str,
+    source: str,
 ) -> str:
+    url = audio_url(chunk)
+    audio = None if url else audio_of(chunk, where)  # bad base64 is a 400 before any call
     call = await gateway.open(
         caller, model, TRANSCRIPTION, correlation_id=correlation_id, source=source
     )
+    request = TranscriptionRequest(model=call.upstream, audio=audio or b"")
+    if url is not None:  # fetched once open() ended the owner's transaction
+        fetched = await fetch_url(url, gateway.fetch_policy)
+        request.audio = fetched_audio(fetched, where)
+        request.content_type = fetched.content_type
+        name = unquote(urlsplit(fetched.url).path.rsplit("/", 1)[-1])[:200]
+        request.filename = name or request.filename
     await gateway.admit(call, 0)
-    request = TranscriptionRequest(model=call.upstream, audio=audio)
     result = await gateway.run(call, lambda engine: engine.transcribe(request), report)
     return result.text
 
@@ -75,8 +128,9 @@ async def hear(
     source: str,
 ) -> list[Message]:
     """`messages` with every `input_audio` chunk replaced by its transcript by `model` (see the
-    module's docstring): 400 for audio that is not base64 or does not decode, 413 for audio
-    over the duration limit, as the transcription endpoint answers."""
+    module's docstring): 400 for audio that is not base64 or does not decode, for a URL that is
+    refused (`url_not_allowed`: private addresses), fails or serves no audio, 413 for audio over
+    the duration limit or a URL's content over the fetch size bound."""
     heard: list[Message] = []
     for i, message in enumerate(messages):
         if not isinstance(message.content, list):
@@ -87,8 +141,8 @@ async def hear(
             if chunk["type"] != "input_audio":
                 content.append(chunk)
                 continue
-            audio = audio_of(chunk, f"messages[{i}].content[{j}]")
-            text = await _transcribe(gateway, caller, model, audio, correlation_id, source)
+            where = f"messages[{i}].content[{j}]"
+            text = await _transcribe(gateway, caller, model, chunk, where, correlation_id, source)
             content.append({"type": "text", "text": text})
         heard.append(message.model_copy(update={"content": content}))
     return heard

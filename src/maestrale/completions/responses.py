@@ -19,15 +19,20 @@ async def stream_response(
     call: Call[object],
     first: ChatChunk,
     rest: AsyncGenerator[ChatChunk, None],
+    *,
+    tier: str | None = None,
 ) -> Response:
     """The chunks of a started stream as server-sent events, ending with `data: [DONE]` (or with
-    the error, when the stream fails after its first chunk)."""
+    the error, when the stream fails after its first chunk); the usage names `tier` if given."""
+
+    def body(chunk: ChatChunk) -> dict[str, object]:
+        return chunk_body(call.completion_id, call.model, call.created, chunk, tier)
 
     async def frames() -> AsyncIterator[bytes]:
         try:
-            yield sse_event(chunk_body(call.completion_id, call.model, call.created, first))
+            yield sse_event(body(first))
             async for chunk in rest:
-                yield sse_event(chunk_body(call.completion_id, call.model, call.created, chunk))
+                yield sse_event(body(chunk))
         except AppError as exc:
             # Headers are gone: the failure travels in the stream, and no [DONE] follows.
             yield sse_event(exc.body())

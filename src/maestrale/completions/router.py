@@ -10,6 +10,7 @@ from maestrale.completions.execute import (
     prepare_chat,
     prepare_fim,
     run_embeddings,
+    served_tier,
 )
 from maestrale.completions.responses import stream_response
 from maestrale.completions.schemas import (
@@ -18,7 +19,10 @@ from maestrale.completions.schemas import (
     EmbeddingRequest,
     EmbeddingResponse,
     FIMCompletionRequest,
+    TextCompletionRequest,
+    TextCompletionResponse,
 )
+from maestrale.completions.text import respond_text
 from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.routing import domain_router
 from maestrale.core.sse import streamed
@@ -40,11 +44,12 @@ async def respond_chat(
     """A chat completion as HTTP: JSON, or SSE chunks when `body.stream` (shared by the agent
     completions route)."""
     call, engine_request = await prepare_chat(gateway, caller, body, correlation_id=correlation_id)
+    tier = served_tier(body)
     if body.stream:
         first, rest = await gateway.stream_chat(call, engine_request)
-        return await stream_response(request, call, first, rest)
+        return await stream_response(request, call, first, rest, tier=tier)
     return json_response(
-        request, call, await complete_chat(gateway, call, body.model, engine_request)
+        request, call, await complete_chat(gateway, call, body.model, engine_request, tier=tier)
     )
 
 
@@ -84,6 +89,25 @@ async def fim_completions(
     return json_response(
         request, call, await complete_fim(gateway, call, body.model, engine_request)
     )
+
+
+@router.post(
+    "/completions",
+    response_model=None,
+    responses={200: streamed(TextCompletionResponse, "JSON, or SSE chunks")},
+)
+async def text_completions(
+    body: TextCompletionRequest,
+    request: Request,
+    gateway: GatewayDep,
+    caller: CallerDep,
+    correlation: CorrelationId,
+) -> Response:
+    """OpenAI's legacy text completion: the prompt (or each of a list) continued as plain text
+    by the model's raw completion, without its chat template (fill-in-the-middle with a
+    `suffix`); plain, or streamed as server-sent events ending with `data: [DONE]`. A model
+    whose engine has no raw completion is a 400 naming it."""
+    return await respond_text(request, gateway, caller, body, correlation)
 
 
 @router.post("/embeddings", response_model=None, responses={200: {"model": EmbeddingResponse}})

@@ -6,15 +6,29 @@ import base64
 import struct
 from typing import Any
 
-from maestrale.engines.types import ChatChunk, ChatResult, Usage
+from maestrale.engines.types import ChatChunk, ChatResult, Choice, Usage
 
 
-def usage_dict(usage: Usage) -> dict[str, int]:
-    return {
+def usage_dict(usage: Usage, tier: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if tier is not None:
+        body["service_tier"] = tier
+    return body
+
+
+def _choice(choice: Choice) -> dict[str, Any]:
+    body = {
+        "index": choice.index,
+        "message": assistant_message(choice.message),
+        "finish_reason": choice.finish_reason,
+    }
+    if choice.logprobs is not None:
+        body["logprobs"] = {"content": choice.logprobs}
+    return body
 
 
 def assistant_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -28,26 +42,21 @@ def assistant_message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def completion_body(
-    completion_id: str, model: str, created: int, result: ChatResult
+    completion_id: str, model: str, created: int, result: ChatResult, tier: str | None = None
 ) -> dict[str, Any]:
     return {
         "id": completion_id,
         "object": "chat.completion",
         "model": model,
         "created": created,
-        "choices": [
-            {
-                "index": choice.index,
-                "message": assistant_message(choice.message),
-                "finish_reason": choice.finish_reason,
-            }
-            for choice in result.choices
-        ],
-        "usage": usage_dict(result.usage),
+        "choices": [_choice(choice) for choice in result.choices],
+        "usage": usage_dict(result.usage, tier),
     }
 
 
-def chunk_body(completion_id: str, model: str, created: int, chunk: ChatChunk) -> dict[str, Any]:
+def chunk_body(
+    completion_id: str, model: str, created: int, chunk: ChatChunk, tier: str | None = None
+) -> dict[str, Any]:
     delta = chunk.delta
     if delta.get("content") is None:
         # The platform sends `"content": ""` in every delta (the finish chunk, tool calls):
@@ -60,8 +69,10 @@ def chunk_body(completion_id: str, model: str, created: int, chunk: ChatChunk) -
         "created": created,
         "choices": [{"index": chunk.index, "delta": delta, "finish_reason": chunk.finish_reason}],
     }
+    if chunk.logprobs is not None:
+        body["choices"][0]["logprobs"] = {"content": chunk.logprobs}
     if chunk.usage is not None:
-        body["usage"] = usage_dict(chunk.usage)
+        body["usage"] = usage_dict(chunk.usage, tier)
     return body
 
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from maestrale.completions.schemas import (
+    SERVICE_TIERS,
     ChatCompletionRequest,
     EmbeddingRequest,
     FIMCompletionRequest,
     Message,
     NamedToolChoice,
+    TextCompletionRequest,
 )
 from maestrale.core.errors import BadRequest
+from maestrale.engines.protocols import honoured_options
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.text import content_text
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
@@ -22,6 +26,10 @@ from maestrale.gateway.estimates import CHARS_PER_TOKEN
 
 class InvalidRequest(BadRequest):
     code = "invalid_request"
+
+
+class UnsupportedParameter(BadRequest):
+    code = "unsupported_parameter"
 
 
 def _fail(message: str, param: str) -> InvalidRequest:
@@ -111,7 +119,74 @@ def _check_tools(request: ChatCompletionRequest, spec: ModelSpec) -> None:
         raise _fail(f"tool_choice {choice!r} needs at least one tool", "tool_choice")
 
 
+def _check_chat_fields(request: ChatCompletionRequest) -> None:
+    """The rules between fields: OpenAI's and mistralai 3.x's."""
+    wanted = request.max_completion_tokens
+    if wanted is not None and request.max_tokens != wanted:
+        # OpenAI refuses both ("not supported at the same time"); the same value twice is
+        # harmless and some clients send it.
+        raise _fail(
+            f"max_tokens ({request.max_tokens}) and max_completion_tokens ({wanted}) differ: "
+            "send one of them (max_completion_tokens is OpenAI's name of max_tokens)",
+            "max_tokens",
+        )
+    if request.top_logprobs is not None and not request.logprobs:
+        raise _fail("top_logprobs needs logprobs set to true", "top_logprobs")
+    if request.top_prompt_logprobs is not None and not request.prompt_logprobs:
+        raise _fail("top_prompt_logprobs needs prompt_logprobs set to true", "top_prompt_logprobs")
+    mins, maxs = request.min_tokens, request.max_tokens
+    if mins is not None and maxs is not None and mins > maxs:
+        raise _fail("min_tokens must not exceed max_tokens", "min_tokens")
+    tier = request.service_tier
+    if tier is not None and tier not in SERVICE_TIERS:
+        raise _fail(
+            f"service_tier {tier!r} is not served: this server runs the standard tier only "
+            f"(send one of {', '.join(sorted(SERVICE_TIERS))})",
+            "service_tier",
+        )
+
+
+def check_options(request: ChatCompletionRequest, spec: ModelSpec, engine: object) -> None:
+    """400 naming the model for an optional field (top_k, repetition_penalty, min_tokens,
+    logprobs, prompt_logprobs) that its engine cannot honour: refused, never ignored."""
+    asked = {
+        "top_k": request.top_k is not None,
+        "repetition_penalty": request.repetition_penalty is not None,
+        "min_tokens": bool(request.min_tokens),
+        "logprobs": bool(request.logprobs),
+        "prompt_logprobs": bool(request.prompt_logprobs),
+    }
+    wanted = [name for name, set_ in asked.items() if set_]
+    if not wanted:
+        return  # the common case: no Protocol check on the hot path
+    honoured = honoured_options(engine)
+    missing = [name for name in wanted if name not in honoured]
+    if missing:
+        raise UnsupportedParameter(
+            f"model {spec.id} ({spec.engine} engine) cannot honour {', '.join(missing)}",
+            param=missing[0],
+        )
+
+
+def check_reasoning(request: ChatCompletionRequest, spec: ModelSpec) -> None:
+    """400 naming the model when a request asks a model without the `reasoning` capability to
+    reason (`prompt_mode` "reasoning", a `reasoning_effort` other than "none"): it has no thinking
+    to give, and an answer without it would pass for one."""
+    if spec.has("reasoning"):
+        return
+    effort = request.reasoning_effort
+    if request.prompt_mode == "reasoning" or effort not in (None, "none"):
+        param = "prompt_mode" if request.prompt_mode == "reasoning" else "reasoning_effort"
+        raise UnsupportedParameter(
+            f"model {spec.id} cannot reason: it has no reasoning mode and gives no thinking "
+            "(send no prompt_mode and no reasoning_effort, or reasoning_effort 'none')",
+            param=param,
+        )
+
+
 def validate_chat(request: ChatCompletionRequest, spec: ModelSpec) -> None:
+    _check_chat_fields(request)
+    check_reasoning(request, spec)
     _check_messages(request.messages, spec)
     _check_tools(request, spec)
     fmt = request.response_format
@@ -129,11 +204,56 @@ def validate_fim(request: FIMCompletionRequest, spec: ModelSpec) -> None:
         raise _fail("min_tokens must not exceed max_tokens", "min_tokens")
 
 
+def validate_text(request: TextCompletionRequest, spec: ModelSpec) -> None:
+    """The rules of a legacy text completion that its schema cannot express."""
+    if request.best_of is not None and request.best_of != request.n:
+        raise UnsupportedParameter(
+            "best_of is not supported: every choice generated is returned (use n)", param="best_of"
+        )
+    if request.logit_bias:
+        raise UnsupportedParameter(f"model {spec.id} cannot honour logit_bias", param="logit_bias")
+    if request.echo and request.logprobs is not None:
+        raise UnsupportedParameter(
+            f"echo with logprobs needs the prompt's log-probabilities, which model {spec.id} "
+            "does not give",
+            param="logprobs",
+        )
+    if request.suffix is not None and (request.n > 1 or request.logprobs is not None):
+        raise _fail("a suffix (fill-in-the-middle) takes neither n > 1 nor logprobs", "suffix")
+    prompt_chars = max(len(p) for p in request.prompts()) + len(request.suffix or "")
+    check_max_tokens(spec, request.max_tokens, prompt_chars)
+
+
 def validate_embeddings(request: EmbeddingRequest) -> list[str]:
     inputs = request.inputs()
     if not inputs:
         raise _fail("input must not be empty", "input")
+    wanted, openai = request.output_dimension, request.dimensions
+    if wanted is not None and openai is not None and wanted != openai:
+        raise _fail(
+            f"output_dimension ({wanted}) and dimensions ({openai}) are two names of the same "
+            "field: give one, or the same value",
+            "dimensions",
+        )
     return inputs  # at most MAX_EMBEDDING_INPUTS: the schema refuses more (413)
+
+
+def shortened(vectors: list[list[float]], dimension: int, spec: ModelSpec) -> list[list[float]]:
+    """The first `dimension` values of each vector of a Matryoshka model, at unit length again;
+    400 naming the model when it gives fewer."""
+    native = min((len(v) for v in vectors), default=dimension)
+    if dimension > native:
+        raise _fail(
+            f"model {spec.id!r} returns {native}-dimensional embeddings: the dimension asked "
+            f"for ({dimension}) must be at most {native}",
+            "dimensions",
+        )
+    out = []
+    for vector in vectors:
+        head = vector[:dimension]
+        norm = math.sqrt(sum(x * x for x in head))
+        out.append([x / norm for x in head] if norm > 0 else head)
+    return out
 
 
 def engine_messages(messages: list[Message]) -> list[dict[str, Any]]:

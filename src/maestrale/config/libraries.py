@@ -55,6 +55,12 @@ class LibrarySettings(BaseSettings):
     library_max_document_bytes: int = Field(
         default=100 * 1024 * 1024, ge=1, description="largest document uploaded to a library (413)"
     )
+    library_upload_text_max_bytes: int = Field(
+        default=1024 * 1024,
+        ge=0,
+        description="a text, Markdown or HTML document up to this size has its text read during"
+        " the upload (text_content at once); larger ones wait for processing; 0: never",
+    )
     library_signed_url_seconds: int = Field(
         default=3600, ge=60, le=7 * 24 * 3600, description="how long a document's signed link opens"
     )

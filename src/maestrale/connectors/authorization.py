@@ -136,6 +136,7 @@ class ConnectorAuthorization:
         credentials_name: str | None,
         app_return_url: str | None,
         method_type: str | None,
+        credentials_title: str | None = None,
     ) -> dict[str, Any]:
         if method_type not in (None, "oauth2"):
             raise NoAuthorizationUrl(
@@ -196,6 +197,7 @@ class ConnectorAuthorization:
                 "user": tenant.user_id,
                 "scope": scope,
                 "name": name,
+                "title": credentials_title,
                 # The credentials' version now: the callback writes over this one only, so that
                 # a state is good once.
                 "version": await keychain.credential_version(row.id, scope, name),
@@ -204,7 +206,8 @@ class ConnectorAuthorization:
                 "authorize": {
                     "endpoint": endpoint,
                     "client_id": str(client["client_id"]),
-                    "scope": metadata.get("resource_scope"),
+                    "scope": " ".join(client.get("client_scopes") or [])
+                    or metadata.get("resource_scope"),
                     "resource": metadata.get("resource"),
                 },
             },
@@ -271,6 +274,7 @@ async def complete(
         payload["name"],
         {"oauth": tokens.as_json()},
         tokens.expires_at,
+        title=payload.get("title"),
         expected_version=version,
     )
     tools = ConnectorTools(keychain, release)

@@ -17,8 +17,10 @@ class ConnectorForbidden(Forbidden):
     code = "connector_forbidden"
 
 
-class ShareIrreversible(Conflict):
-    code = "connector_share_irreversible"
+class ShareConflict(Conflict):
+    """Shared already, or not shared where it is to be unshared."""
+
+    code = "connector_share_conflict"
 
 
 class CredentialsNotFound(NotFound):

@@ -39,6 +39,8 @@ class ToolPolicy:
     skips: tuple[Selector, ...] = ()
     # The levels that configured the connector (for `connection_preferences`).
     levels: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
+    # The levels that switched it off (for `blocked_by`).
+    blocked_by: tuple[str, ...] = ()
 
     def allows(self, name: str) -> bool:
         if name in self.exclude:
@@ -64,9 +66,11 @@ def merge(
     requires: list[Selector] = []
     skips: list[Selector] = []
     configured: list[tuple[str, dict[str, Any]]] = []
+    blocked_by: list[str] = []
     for scope, on, config in [*levels, ("request", True, request or {})]:
         if not on:
             active = False
+            blocked_by.append(scope)
             continue
         if scope != "request":
             configured.append((scope, dict(config)))
@@ -79,5 +83,11 @@ def merge(
         if config.get("skip_confirmation") is not None:
             skips.append(config["skip_confirmation"])
     return ToolPolicy(
-        active, include, frozenset(exclude), tuple(requires), tuple(skips), tuple(configured)
+        active,
+        include,
+        frozenset(exclude),
+        tuple(requires),
+        tuple(skips),
+        tuple(configured),
+        tuple(blocked_by),
     )

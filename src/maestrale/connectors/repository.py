@@ -91,9 +91,16 @@ class ConnectorRepository:
         return (await self.session.execute(stmt.limit(1))).first() is not None
 
     async def page(
-        self, after: tuple[datetime, str] | None, limit: int, active: bool | None
+        self,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        active: bool | None,
+        supports_mcp: bool | None = None,
     ) -> list[Connector]:
         stmt = select(Connector).where(visible_to(self.tenant))
+        if supports_mcp is not None:
+            is_mcp = Connector.protocol == "mcp"
+            stmt = stmt.where(is_mcp if supports_mcp else ~is_mcp)
         if after is not None:
             stmt = stmt.where(
                 keyset_after([Connector.created_at, Connector.id], [after[0], after[1]])
@@ -233,6 +240,15 @@ class ConnectorRepository:
             stmt = stmt.where(ConnectorCredential.name == name)
         result = await self.session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def delete_credentials_but(self, connector_id: str, scope: str, scope_id: str) -> None:
+        """Delete every credential of the connector, at any level, but those of one level."""
+        await self.session.execute(
+            delete(ConnectorCredential).where(
+                ConnectorCredential.connector_id == connector_id,
+                ~and_(ConnectorCredential.scope == scope, ConnectorCredential.scope_id == scope_id),
+            )
+        )
 
     async def swap_tokens(
         self, credential_id: str, version: int, sealed: str, expires_at: datetime | None

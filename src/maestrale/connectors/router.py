@@ -1,9 +1,10 @@
-"""The /v1/connectors group (beta): MCP tool servers, their OAuth2 authorization, sharing,
-activation at the organization, workspace and user levels, credentials, and their tools."""
+"""The /v1/connectors group (beta): MCP tool servers, their OAuth2 authorization, sharing (with
+the workspace or the organization), activation at the organization, workspace and user levels,
+and their tools. Their credentials' routes are in `credentials_router`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 from fastapi import Query, Request, Response
@@ -17,9 +18,9 @@ from maestrale.connectors.authorization import (
     begin,
     complete,
 )
+from maestrale.connectors.credentials_router import credentials_router
 from maestrale.connectors.dependencies import (
     Authorization,
-    Credentials,
     Service,
     Tools,
     base_url,
@@ -28,11 +29,13 @@ from maestrale.connectors.dependencies import (
 )
 from maestrale.connectors.schemas import (
     CREDENTIALS_NAME,
+    LEVEL_OF,
+    AuthType,
     AuthUrlOut,
     CallToolIn,
     ConnectorCreate,
     ConnectorUpdate,
-    CredentialsIn,
+    ConsumerScope,
     MessageOut,
     ToolExecutionConfig,
 )
@@ -43,8 +46,6 @@ from maestrale.core.routing import Work, domain_router
 
 router = domain_router(prefix="/connectors", tags=["connectors"])
 
-AuthType = Literal["oauth2", "bearer", "none", "github_app", "slack_app"]
-Scope = Literal["org", "workspace", "user"]
 REACHES = error_responses((403, 409, 502, 504))
 
 
@@ -83,10 +84,12 @@ async def list_connectors(
     cursor: str | None = Query(default=None, max_length=512),
     page_size: int = 100,
     active: bool | None = None,
+    supports_mcp: bool | None = None,
 ) -> Response:
     """The connectors the caller can see (its organization's shared ones, its workspace's and
-    its own private ones), oldest first, a cursor page at a time."""
-    return _json(await service.list_page(cursor, page_size, active))
+    its own private ones), oldest first, a cursor page at a time; `active` (2.8) and
+    `supports_mcp` (3.x: every connector here is an MCP server) filter them."""
+    return _json(await service.list_page(cursor, page_size, active, supports_mcp))
 
 
 @router.post("", status_code=201, responses={201: {"description": "Connector"}, **REACHES})
@@ -204,16 +207,19 @@ async def get_auth_url(
     app_return_url: str | None = Query(default=None, max_length=2048),
     method_type: AuthType | None = None,
     credentials_name: str | None = Query(default=None, pattern=CREDENTIALS_NAME),
+    credentials_title: str | None = Query(default=None, max_length=256),
     github_installation_link: bool = False,
 ) -> AuthUrlOut:
     """The URL where a user authorizes the connector (OAuth2 authorization code with PKCE);
     the authorization server redirects to this server, which stores the tokens as the caller's
-    credentials named `credentials_name` ("default" if not given)."""
+    credentials named `credentials_name` ("default" if not given), titled
+    `credentials_title`."""
     return AuthUrlOut(
         **await authorization.auth_url(
             connector_id_or_name,
             base_url=base_url(request),
             credentials_name=credentials_name,
+            credentials_title=credentials_title,
             app_return_url=app_return_url,
             method_type=method_type,
         )
@@ -224,99 +230,88 @@ async def get_auth_url(
     "/{connector_id}/share", response_model=MessageOut, responses=error_responses((403, 409))
 )
 async def share_connector(connector_id: str, service: Service) -> MessageOut:
-    """Share a private connector with the workspace (its creator only, with the
-    ShareConnectorToWorkspace permission). Irreversible."""
-    await service.share(connector_id)
+    """Give a private connector to the workspace (its creator only, with the
+    ShareConnectorToWorkspace permission); `DELETE` gives it back."""
+    await service.share(connector_id, "workspace")
     return _message(f"connector {connector_id} is shared with the workspace")
 
 
 @router.delete(
-    "/{connector_id}/share", response_model=MessageOut, responses=error_responses((409,))
+    "/{connector_id}/share", response_model=MessageOut, responses=error_responses((403, 409))
 )
 async def unshare_connector(connector_id: str, service: Service) -> MessageOut:
-    """Sharing cannot be undone: this always answers 409 (a private connector: it is not
-    shared), saying so."""
-    await service.unshare(connector_id)
-    return _message("unreachable")
+    """Give a workspace connector back to its creator, private (its creator only, with the
+    ShareConnectorToWorkspace permission): the credentials kept for it but the creator's own
+    are deleted."""
+    await service.unshare(connector_id, "workspace")
+    return _message(f"connector {connector_id} is private again")
+
+
+@router.put(
+    "/{connector_id}/organization/share",
+    response_model=MessageOut,
+    responses=error_responses((403, 409)),
+)
+async def share_to_organization(connector_id: str, service: Service) -> MessageOut:
+    """Give a private connector to the organization, every workspace of it (its creator only,
+    an organization admin); `DELETE` gives it back."""
+    await service.share(connector_id, "org")
+    return _message(f"connector {connector_id} is shared with the organization")
+
+
+@router.delete(
+    "/{connector_id}/organization/share",
+    response_model=MessageOut,
+    responses=error_responses((403, 409)),
+)
+async def unshare_from_organization(connector_id: str, service: Service) -> MessageOut:
+    """Give an organization connector back to its creator, private (its creator only, an
+    organization admin): the credentials kept for it but the creator's own are deleted."""
+    await service.unshare(connector_id, "org")
+    return _message(f"connector {connector_id} is private again")
 
 
 def _tool_config(body: ToolExecutionConfig | None) -> dict[str, Any]:
     return body.stored() if body is not None else {}
 
 
-def _activated(connector_id: str, scope: Scope, active: bool) -> MessageOut:
+def _activated(connector_id: str, scope: ConsumerScope, active: bool) -> MessageOut:
     verb = "activated" if active else "deactivated"
     return _message(f"connector {connector_id} {verb} for the {scope} level")
 
 
 @router.post(
-    "/{connector_id}/organization/activate",
+    "/{connector_id}/{consumer_scope}/activate",
     response_model=MessageOut,
     responses=error_responses((403,)),
 )
-async def activate_for_organization(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+async def activate_for_consumer(
+    connector_id: str,
+    consumer_scope: ConsumerScope,
+    service: Service,
+    body: ToolExecutionConfig | None = None,
 ) -> MessageOut:
-    """Activate a connector at the organization level (an organization admin: every member),
-    with the tool lists that level applies (include, exclude, requires_confirmation,
-    skip_confirmation)."""
-    await service.set_active(connector_id, "org", True, _tool_config(body))
-    return _activated(connector_id, "org", True)
-
-
-@router.post(
-    "/{connector_id}/organization/deactivate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def deactivate_for_organization(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector at the organization level (an organization admin: every
-    member)."""
-    await service.set_active(connector_id, "org", False, None)
-    return _activated(connector_id, "org", False)
-
-
-@router.post(
-    "/{connector_id}/workspace/activate",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def activate_for_workspace(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
-) -> MessageOut:
-    """Activate a connector at the workspace level (a workspace admin: the workspace), with the
+    """Activate a connector at a level: `organization` (an organization admin: every member),
+    `workspace` (a workspace admin: the workspace) or `user` (the caller's own user), with the
     tool lists that level applies (include, exclude, requires_confirmation,
-    skip_confirmation)."""
-    await service.set_active(connector_id, "workspace", True, _tool_config(body))
-    return _activated(connector_id, "workspace", True)
+    skip_confirmation). 2.8's `…/organization|workspace|user/activate` and 3.x's
+    `…/{consumer_scope}/activate` are this route."""
+    await service.set_active(connector_id, LEVEL_OF[consumer_scope], True, _tool_config(body))
+    return _activated(connector_id, consumer_scope, True)
 
 
 @router.post(
-    "/{connector_id}/workspace/deactivate",
+    "/{connector_id}/{consumer_scope}/deactivate",
     response_model=MessageOut,
     responses=error_responses((403,)),
 )
-async def deactivate_for_workspace(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector at the workspace level (a workspace admin: the workspace)."""
-    await service.set_active(connector_id, "workspace", False, None)
-    return _activated(connector_id, "workspace", False)
-
-
-@router.post("/{connector_id}/user/activate", response_model=MessageOut)
-async def activate_for_user(
-    connector_id: str, service: Service, body: ToolExecutionConfig | None = None
+async def deactivate_for_consumer(
+    connector_id: str, consumer_scope: ConsumerScope, service: Service
 ) -> MessageOut:
-    """Activate a connector at the user level (the caller's own user), with the tool lists that
-    level applies (include, exclude, requires_confirmation, skip_confirmation)."""
-    await service.set_active(connector_id, "user", True, _tool_config(body))
-    return _activated(connector_id, "user", True)
-
-
-@router.post("/{connector_id}/user/deactivate", response_model=MessageOut)
-async def deactivate_for_user(connector_id: str, service: Service) -> MessageOut:
-    """Deactivate a connector at the user level (the caller's own user)."""
-    await service.set_active(connector_id, "user", False, None)
-    return _activated(connector_id, "user", False)
+    """Deactivate a connector at a level (`organization`, `workspace` or `user`; the same
+    rights as activating it)."""
+    await service.set_active(connector_id, LEVEL_OF[consumer_scope], False, None)
+    return _activated(connector_id, consumer_scope, False)
 
 
 @router.get(
@@ -354,137 +349,5 @@ async def get_authentication_methods(connector_id_or_name: str, service: Service
     return _json(described["supported_auth_methods"])
 
 
-def _saved(body: CredentialsIn) -> MessageOut:
-    return _message(f"credentials {body.name!r} saved")
-
-
-def _deleted(credentials_name: str) -> MessageOut:
-    return _message(f"credentials {credentials_name!r} deleted")
-
-
-@router.get("/{connector_id_or_name}/organization/credentials")
-async def list_organization_credentials(
-    connector_id_or_name: str,
-    keychain: Credentials,
-    auth_type: AuthType | None = None,
-    fetch_default: bool = False,
-) -> Response:
-    """The organization-level credentials of a connector (names and status)."""
-    listed = await keychain.list_credentials(connector_id_or_name, "org", auth_type, fetch_default)
-    return _json(listed)
-
-
-@router.post(
-    "/{connector_id_or_name}/organization/credentials",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def put_organization_credentials(
-    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
-) -> MessageOut:
-    """Create or replace named organization-level credentials of a connector (OAuth2 tokens, a
-    bearer token or headers), kept sealed."""
-    await keychain.put_credentials(connector_id_or_name, "org", body)
-    return _saved(body)
-
-
-@router.delete(
-    "/{connector_id_or_name}/organization/credentials/{credentials_name}",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def delete_organization_credentials(
-    connector_id_or_name: str, credentials_name: str, keychain: Credentials
-) -> MessageOut:
-    """Delete named organization-level credentials of a connector."""
-    await keychain.delete_credentials(connector_id_or_name, "org", credentials_name)
-    return _deleted(credentials_name)
-
-
-@router.get("/{connector_id_or_name}/workspace/credentials")
-async def list_workspace_credentials(
-    connector_id_or_name: str,
-    keychain: Credentials,
-    auth_type: AuthType | None = None,
-    fetch_default: bool = False,
-) -> Response:
-    """The workspace-level credentials of a connector (names and status)."""
-    listed = await keychain.list_credentials(
-        connector_id_or_name, "workspace", auth_type, fetch_default
-    )
-    return _json(listed)
-
-
-@router.post(
-    "/{connector_id_or_name}/workspace/credentials",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def put_workspace_credentials(
-    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
-) -> MessageOut:
-    """Create or replace named workspace-level credentials of a connector (OAuth2 tokens, a
-    bearer token or headers), kept sealed."""
-    await keychain.put_credentials(connector_id_or_name, "workspace", body)
-    return _saved(body)
-
-
-@router.delete(
-    "/{connector_id_or_name}/workspace/credentials/{credentials_name}",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def delete_workspace_credentials(
-    connector_id_or_name: str, credentials_name: str, keychain: Credentials
-) -> MessageOut:
-    """Delete named workspace-level credentials of a connector."""
-    await keychain.delete_credentials(connector_id_or_name, "workspace", credentials_name)
-    return _deleted(credentials_name)
-
-
-@router.get("/{connector_id_or_name}/user/credentials")
-async def list_user_credentials(
-    connector_id_or_name: str,
-    keychain: Credentials,
-    auth_type: AuthType | None = None,
-    fetch_default: bool = False,
-) -> Response:
-    """The user-level credentials of a connector (names and status)."""
-    listed = await keychain.list_credentials(connector_id_or_name, "user", auth_type, fetch_default)
-    return _json(listed)
-
-
-@router.post(
-    "/{connector_id_or_name}/user/credentials",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def put_user_credentials(
-    connector_id_or_name: str, body: CredentialsIn, keychain: Credentials
-) -> MessageOut:
-    """Create or replace named user-level credentials of a connector (OAuth2 tokens, a bearer
-    token or headers), kept sealed."""
-    await keychain.put_credentials(connector_id_or_name, "user", body)
-    return _saved(body)
-
-
-@router.delete(
-    "/{connector_id_or_name}/user/credentials/{credentials_name}",
-    response_model=MessageOut,
-    responses=error_responses((403,)),
-)
-async def delete_user_credentials(
-    connector_id_or_name: str, credentials_name: str, keychain: Credentials
-) -> MessageOut:
-    """Delete named user-level credentials of a connector."""
-    await keychain.delete_credentials(connector_id_or_name, "user", credentials_name)
-    return _deleted(credentials_name)
-
-
-@router.delete("/{connector_id_or_name}/user/credentials", response_model=MessageOut)
-async def delete_all_user_credentials(
-    connector_id_or_name: str, keychain: Credentials
-) -> MessageOut:
-    """Delete every user-level credential of the caller for a connector."""
-    count = await keychain.delete_credentials(connector_id_or_name, "user", None)
-    return _message(f"{count} credentials deleted")
+# The credentials routes, 2.8's and 3.x's, are their own module's.
+router.include_router(credentials_router)

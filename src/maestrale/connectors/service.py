@@ -17,7 +17,7 @@ from maestrale.connectors.errors import (
     ConnectorForbidden,
     ConnectorNameTaken,
     ConnectorNotFound,
-    ShareIrreversible,
+    ShareConflict,
 )
 from maestrale.connectors.http import check_host, check_url
 from maestrale.connectors.levels import LEVELS, LevelRights
@@ -101,7 +101,11 @@ class ConnectorService:
         )
 
     async def list_page(
-        self, cursor: str | None, page_size: int, active: bool | None
+        self,
+        cursor: str | None,
+        page_size: int,
+        active: bool | None,
+        supports_mcp: bool | None = None,
     ) -> dict[str, Any]:
         if not 1 <= page_size <= 1000:
             raise BadRequest(
@@ -114,7 +118,7 @@ class ConnectorService:
                 after = (datetime.fromisoformat(values["t"]), str(values["i"]))
             except (KeyError, TypeError, ValueError) as exc:
                 raise BadRequest("invalid cursor", code="invalid_cursor", param="cursor") from exc
-        rows = await self.repo.page(after, page_size + 1, active)
+        rows = await self.repo.page(after, page_size + 1, active, supports_mcp)
         more = len(rows) > page_size
         rows = rows[:page_size]
         policies = await self.policies(rows)
@@ -149,11 +153,8 @@ class ConnectorService:
         if visibility == "shared_org":
             await self.rights.require_org_admin("create an organization-wide connector")
         self._check_urls(body.server, body.icon_url)
-        metadata = (
-            body.oauth2_server_metadata.model_dump(mode="json")
-            if body.oauth2_server_metadata is not None
-            else None
-        )
+        given = body.metadata()
+        metadata = given.model_dump(mode="json") if given is not None else None
         await self._check_oauth_urls(body.oauth2_server_metadata_url, metadata)
         if await self.repo.name_taken(body.name):
             raise _name_taken(body.name)
@@ -179,10 +180,11 @@ class ConnectorService:
                 else self.tenant.organization_id
             ),
             creator_id=self.tenant.user_id,
-            headers_sealed=self._seal_headers(body.headers),
-            oauth_client_sealed=self._seal_client(body.auth_data),
+            headers_sealed=self._seal_headers(body.all_headers()),
+            oauth_client_sealed=self._seal_client(body.oauth_client()),
             oauth_metadata=metadata,
             oauth_metadata_url=body.oauth2_server_metadata_url,
+            auth_methods=body.declared_methods(),
             tool_timeout_seconds=body.tool_timeout_seconds,
             created_at=now,
             modified_at=now,
@@ -194,6 +196,9 @@ class ConnectorService:
     async def update(self, id_or_name: str, body: ConnectorUpdate) -> Connector:
         if body.server is not None:
             await check_host(body.server, allow_private=self.settings.allow_private)
+        given = body.method_metadata()
+        metadata = given.model_dump(mode="json") if given is not None else None
+        await self._check_oauth_urls(None, metadata)
         row = await self.row(id_or_name)
         await self.rights.require_manager(row, "update")
         fields = body.model_dump(exclude_unset=True)
@@ -208,11 +213,15 @@ class ConnectorService:
             self._check_urls(body.server)
             row.server = body.server
             row.tools, row.server_card, row.tools_refreshed_at = None, None, None
-        if "headers" in fields:
-            row.headers_sealed = self._seal_headers(body.headers)
+        if body.headers_given():
+            row.headers_sealed = self._seal_headers(body.all_headers())
             row.tools_refreshed_at = None
-        if body.auth_data is not None:
-            row.oauth_client_sealed = self._seal_client(body.auth_data)
+        if body.oauth_client() is not None:
+            row.oauth_client_sealed = self._seal_client(body.oauth_client())
+        if "auth_methods" in fields:
+            row.auth_methods = body.declared_methods()
+        if metadata is not None:
+            row.oauth_metadata, row.oauth_metadata_url = metadata, None
         self._check_urls(row.icon_url)
         row.modified_at = utcnow()
         self.runtime.forget()
@@ -225,35 +234,52 @@ class ConnectorService:
         self.runtime.forget()
         await self.repo.delete(row)
 
-    async def share(self, connector_id: str) -> None:
+    async def share(self, connector_id: str, level: str = "workspace") -> None:
+        """Give a private connector to the workspace (or, `level` "org", to the organization):
+        its creator only, with the ShareConnectorToWorkspace permission (an organization admin
+        for the organization)."""
         row = await self.row(connector_id)
         if row.visibility != "private":
-            raise ShareIrreversible(
+            raise ShareConflict(
                 f"connector {row.name!r} is already shared ({row.visibility})",
                 code="connector_already_shared",
             )
-        if row.creator_id is None or row.creator_id != self.tenant.user_id:
-            raise ConnectorForbidden("only the connector's creator can share it")
-        await self.rights.require_sharer()
-        row.visibility, row.owner_type, row.owner_id = (
-            "shared_workspace",
-            "workspace",
-            row.workspace_id,
-        )
+        await self._require_share_rights(row, level)
+        owner = row.workspace_id if level == "workspace" else row.organization_id
+        row.visibility = "shared_workspace" if level == "workspace" else "shared_org"
+        row.owner_type, row.owner_id = level, owner
         row.modified_at = utcnow()
         self.runtime.forget()
         await self.session.flush()
 
-    async def unshare(self, connector_id: str) -> None:
+    async def unshare(self, connector_id: str, level: str = "workspace") -> None:
+        """Give a connector shared at `level` back to its creator, private: the same rights as
+        sharing it. Every credential kept for it but the creator's own is deleted."""
         row = await self.row(connector_id)
-        if row.visibility == "private":
-            raise ShareIrreversible(
-                f"connector {row.name!r} is not shared", code="connector_not_shared"
+        shared = "shared_workspace" if level == "workspace" else "shared_org"
+        if row.visibility != shared:
+            where = "the workspace" if level == "workspace" else "the organization"
+            raise ShareConflict(
+                f"connector {row.name!r} is not shared with {where} ({row.visibility})",
+                code="connector_not_shared",
             )
-        raise ShareIrreversible(
-            f"sharing connector {row.name!r} cannot be undone: workspace members may rely on it."
-            " Create a private connector instead, or delete this one"
-        )
+        await self._require_share_rights(row, level)
+        assert row.creator_id is not None  # checked by the rights
+        row.visibility, row.owner_type, row.owner_id = "private", "user", row.creator_id
+        row.modified_at = utcnow()
+        self.runtime.forget()
+        await self.repo.delete_credentials_but(row.id, "user", row.creator_id)
+        await self.session.flush()
+
+    async def _require_share_rights(self, row: Connector, level: str) -> None:
+        if row.creator_id is None or row.creator_id != self.tenant.user_id:
+            raise ConnectorForbidden("only the connector's creator can share or unshare it")
+        if level == "org":
+            await self.rights.require_org_admin(
+                "share a connector with the organization (the ShareConnectorToOrg permission)"
+            )
+        else:
+            await self.rights.require_sharer()
 
     async def set_active(
         self, connector_id: str, scope: str, active: bool, config: dict[str, Any] | None
@@ -283,6 +309,8 @@ class ConnectorService:
         if auth is None:
             return None
         client = {"client_id": auth.client_id, "client_secret": auth.client_secret}
+        if auth.client_scopes:
+            client["client_scopes"] = auth.client_scopes
         return self.box.seal_json(client, OAUTH_CLIENT)
 
     async def _check_oauth_urls(

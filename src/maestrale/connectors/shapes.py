@@ -63,19 +63,23 @@ def auth_methods(
 ) -> list[dict[str, Any]]:
     """How the connector's server can be authenticated to, and whether the caller has default
     credentials for each way."""
-    oauth = bool(row.oauth_metadata or row.oauth_metadata_url or row.oauth_client_sealed)
-    kinds = ["oauth2", "bearer"] if oauth or _needs_auth(row) else ["none", "bearer", "oauth2"]
     headers = [{"name": h, "is_required": True, "is_secret": True} for h in header_names]
+    if row.auth_methods:  # declared by its creator (3.x `auth_methods`)
+        declared = row.auth_methods
+    else:
+        oauth = bool(row.oauth_metadata or row.oauth_metadata_url or row.oauth_client_sealed)
+        kinds = ["oauth2", "bearer"] if oauth or _needs_auth(row) else ["none", "bearer", "oauth2"]
+        declared = [{"method_type": kind, "headers": None} for kind in kinds]
     return [
         {
-            "method_type": kind,
+            **method,
             "has_default_credentials": any(
-                c.auth_type == kind and c.is_default for c in credentials
+                c.auth_type == method["method_type"] and c.is_default for c in credentials
             )
-            or (kind == "none" and not _needs_auth(row)),
-            "headers": headers or None,
+            or (method["method_type"] == "none" and not _needs_auth(row)),
+            "headers": method.get("headers") or headers or None,
         }
-        for kind in kinds
+        for method in declared
     ]
 
 
@@ -105,6 +109,8 @@ def connector_json(
         "title": row.title,
         "server": row.server,
         "protocol": row.protocol,
+        # Every connector here is an MCP server (3.x requires the flag).
+        "supports_mcp": row.protocol == "mcp",
         "icon_url": row.icon_url,
         "server_card": row.server_card,
         "owner_id": row.owner_id,
@@ -123,6 +129,7 @@ def connector_json(
         ],
         "connection_credentials": [credential_json(c) for c in credentials],
         "active": policy.active,
+        "blocked_by": list(policy.blocked_by),
         "mistral": False,
         "is_authenticated": authenticated,
         "tools": (

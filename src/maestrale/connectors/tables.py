@@ -57,6 +57,8 @@ class Connector(Base):
     oauth_client_sealed: Mapped[str | None] = mapped_column(Text, default=None)
     oauth_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)
     oauth_metadata_url: Mapped[str | None] = mapped_column(Text, default=None)
+    # The authentication methods its creator declared (3.x `auth_methods`: their public part).
+    auth_methods: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONDoc, default=None)
     tool_timeout_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     # What the server said of itself and its tools when last reached (the tools cache).
     server_card: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)

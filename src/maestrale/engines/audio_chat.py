@@ -36,6 +36,7 @@ from maestrale.engines.protocols import (
     ChatEngine,
     RealtimeTranscriptionEngine,
     TranscriptionEngine,
+    honoured_options,
 )
 from maestrale.engines.registry import EngineUnavailable, Lookup
 from maestrale.engines.specs import CatalogError, ModelSpec
@@ -92,6 +93,11 @@ class AudioChatEngine:
         if found is None or not isinstance(found.engine, protocol):
             raise EngineError(503, f"model {name!r} is not served", code="engine_unavailable")
         return found.engine, found.spec.upstream_model or found.spec.id
+
+    def chat_options(self) -> frozenset[str]:
+        """The optional chat fields the chat model's engine honours (none when not served)."""
+        found = self._lookup(self._options.chat_model)
+        return honoured_options(found.engine) if found is not None else frozenset()
 
     def _chat(self, request: ChatRequest) -> tuple[Any, ChatRequest]:
         if _has_audio(request):

@@ -29,6 +29,7 @@ from maestrale.engines.types import (
     EmbeddingRequest,
     EmbeddingResult,
     FimRequest,
+    TextRequest,
 )
 
 
@@ -40,6 +41,36 @@ class ChatEngine(Protocol):
 
     def chat_stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
         """Stream the completion as deltas; the last chunk carries `usage`."""
+        ...
+
+
+@runtime_checkable
+class ChatOptions(Protocol):
+    """A chat engine that honours some of the optional request fields (`types.CHAT_OPTIONS`:
+    top_k, repetition_penalty, min_tokens, logprobs, prompt_logprobs). An engine without this
+    method honours none: a request setting one is refused, never answered without it."""
+
+    def chat_options(self) -> frozenset[str]:
+        """The `CHAT_OPTIONS` this engine honours."""
+        ...
+
+
+def honoured_options(engine: object) -> frozenset[str]:
+    """The `CHAT_OPTIONS` that `engine` honours (none unless it says so: `ChatOptions`)."""
+    return engine.chat_options() if isinstance(engine, ChatOptions) else frozenset()
+
+
+@runtime_checkable
+class TextCompletionEngine(Protocol):
+    """A chat model's raw completion (the legacy `/v1/completions`): the prompt continued as
+    plain text, without the chat template."""
+
+    async def complete(self, request: TextRequest) -> ChatResult:
+        """Continue `request.prompt`; each choice's message content is the generated text."""
+        ...
+
+    def complete_stream(self, request: TextRequest) -> AsyncIterator[ChatChunk]:
+        """Stream the continuation as deltas; the last chunk carries `usage`."""
         ...
 
 

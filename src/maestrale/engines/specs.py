@@ -40,6 +40,18 @@ class Price(BaseModel):
     training_per_million: float = Field(default=0.0, ge=0)
 
 
+class TrainingAdvice(BaseModel):
+    """What fine-tuning a base model needs to teach it anything (its LoRA learns at rates and
+    lengths unlike the platform's large models): the default learning rate of its jobs, and the
+    least rate and steps below which a job is warned that it will learn little."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: float = Field(gt=0, le=1)
+    min_learning_rate: float = Field(gt=0, le=1)
+    min_training_steps: int = Field(default=1, ge=1)
+
+
 class ModelSpec(BaseModel):
     """One `[[models]]` entry."""
 
@@ -66,6 +78,10 @@ class ModelSpec(BaseModel):
     default_model_temperature: float | None = None
     deprecation: str | None = None
     deprecation_replacement_model: str | None = None
+    # Embeddings trained so that a prefix of the vector is an embedding too (Matryoshka): a
+    # smaller output_dimension (OpenAI's `dimensions`) is the vector cut and renormalized.
+    matryoshka: bool = False
+    training: TrainingAdvice | None = None
 
     @field_validator("capabilities")
     @classmethod

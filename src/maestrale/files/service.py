@@ -215,17 +215,21 @@ class FileService:
         return _Stored(named, key, size, digest.hexdigest(), stats)
 
     def _check_purpose(self, form: UploadForm, stored: _Stored) -> None:
+        """A fine-tune file (the default purpose) must be JSON Lines: judged by its content,
+        whatever its name (the TypeScript SDK's blobs are named "blob")."""
         if form.purpose != "fine-tune":
             return
         name = stored.part.filename
-        if not name.lower().endswith(".jsonl"):
-            raise InvalidJsonl(f"fine-tune files must be .jsonl files (got {name!r})", param="file")
         stats = stored.stats
         if stats is None:  # cannot happen: the purpose is known before the file or defaults
             raise InvalidJsonl(f"{name} could not be checked as JSONL", param="file")
         if stats.first_error is not None:
             line, reason = stats.first_error
-            raise InvalidJsonl(f"{name}: line {line} {reason}", param="file")
+            raise InvalidJsonl(
+                f"{name}: line {line} {reason}; fine-tune files are JSON Lines, one JSON object "
+                "per line",
+                param="file",
+            )
         if stats.num_lines == 0:
             raise InvalidJsonl(f"{name} has no lines", param="file")
 

@@ -1,8 +1,12 @@
 """What a job will cost before it runs: the dry run's figures and every job's `metadata`.
 
 The trainer takes `BATCH_EXAMPLES` examples per optimizer step, so a step trains on about that
-many examples' tokens; the duration comes from the measured training speed (settings) and the
-cost from the catalog's training price.
+many examples' tokens; the cost comes from the catalog's training price. The duration is a
+start-up (the trainer's process and model loading) plus the training tokens at a speed, both
+measured on the workspace's last jobs of the same base that succeeded in one attempt (`Speed`):
+from their events, STARTED to RUNNING is the start-up and RUNNING to SUCCESS the training of
+their estimated tokens (checkpoints and the model's writing included), so estimate and
+measure count the same tokens. Before any such job, the settings' speed and `STARTUP_SECONDS`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from maestrale.gateway.estimates import CHARS_PER_TOKEN
 TokenCounter = Callable[[list[str]], Awaitable[int]]
 
 BATCH_EXAMPLES = 8
+# The start-up of a job before its first job measured it (SmolLM2 on 2 cores: 15-20 s).
+STARTUP_SECONDS = 20.0
+# How many of the last finished jobs the speed is measured on.
+SPEED_SAMPLES = 5
 DEFAULT_EPOCHS = {"completion": 3.0, "classifier": 100.0}
 MAX_TRAINING_STEPS = 100_000
 
@@ -52,6 +60,51 @@ def plan_steps(
 
 
 @dataclass(frozen=True, slots=True)
+class Sample:
+    """One finished job: its estimated training tokens, its start-up and training seconds."""
+
+    train_tokens: int
+    startup_seconds: float
+    training_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Speed:
+    """How fast jobs of a base train here: `jobs` is how many finished jobs it was measured on
+    (0: the defaults)."""
+
+    tokens_per_second: float
+    startup_seconds: float
+    jobs: int = 0
+
+    @classmethod
+    def measured(cls, samples: list[Sample], default: Speed) -> Speed:
+        """The speed of `samples` (all their tokens over all their training time, their mean
+        start-up), or `default` when there are none to go by."""
+        usable = [s for s in samples if s.train_tokens > 0 and s.training_seconds > 0]
+        if not usable:
+            return default
+        tokens = sum(s.train_tokens for s in usable)
+        seconds = sum(s.training_seconds for s in usable)
+        startup = sum(max(s.startup_seconds, 0.0) for s in usable) / len(usable)
+        return cls(tokens / seconds, startup, len(usable))
+
+    def seconds(self, train_tokens: int) -> int:
+        return math.ceil(self.startup_seconds + train_tokens / self.tokens_per_second)
+
+    def describe(self) -> str:
+        source = (
+            f"measured on the last {self.jobs} finished job(s) of this base model"
+            if self.jobs
+            else "the default until a job of this base model finishes here"
+        )
+        return (
+            f"expected duration: {self.startup_seconds:.0f} s to start, then "
+            f"{self.tokens_per_second:.1f} training tokens per second ({source})."
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Estimate:
     data_tokens: int
     train_tokens_per_step: int
@@ -78,7 +131,7 @@ def estimate(
     examples: int,
     data_tokens: int,
     steps: int,
-    tokens_per_second: float,
+    speed: Speed,
     price_per_million: float,
     currency: str,
 ) -> Estimate:
@@ -88,7 +141,7 @@ def estimate(
         data_tokens=data_tokens,
         train_tokens_per_step=per_step,
         train_tokens=train_tokens,
-        expected_duration_seconds=math.ceil(train_tokens / tokens_per_second),
+        expected_duration_seconds=speed.seconds(train_tokens),
         cost=round(train_tokens / 1e6 * price_per_million, 6),
         cost_currency=currency,
     )

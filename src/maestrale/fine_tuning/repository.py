@@ -16,7 +16,8 @@ from maestrale.core.clock import utcnow
 from maestrale.core.jobs.tables import Job
 from maestrale.core.pagination import PageParams
 from maestrale.core.repository import WorkspaceRepository
-from maestrale.fine_tuning.states import STATUS_EVENT
+from maestrale.fine_tuning.estimates import Sample
+from maestrale.fine_tuning.states import RUNNING, STARTED, STATUS_EVENT, SUCCESS
 from maestrale.fine_tuning.tables import FineTuningCheckpoint, FineTuningEvent, FineTuningJob
 
 
@@ -148,6 +149,55 @@ class FineTuningRepository(WorkspaceRepository[FineTuningJob]):
             await self.session.flush()
         await self.session.refresh(row)
         return done
+
+    async def record_event(self, row: FineTuningJob, name: str, data: dict[str, Any]) -> None:
+        """An event of `row` other than a status change (flushed, not committed)."""
+        self.session.add(FineTuningEvent(job_id=row.id, name=name, data=data, created_at=utcnow()))
+        await self.session.flush()
+
+    async def speed_samples(self, root: str, limit: int) -> list[Sample]:
+        """The figures of the last `limit` jobs on base `root` that succeeded in one attempt
+        (a resumed job's times cover part of its tokens): start-up from STARTED to RUNNING,
+        training from RUNNING to SUCCESS, and the training tokens their estimate counted."""
+        jobs = list(
+            (
+                await self.session.execute(
+                    self.select()
+                    .where(FineTuningJob.root == root, FineTuningJob.status == SUCCESS)
+                    .order_by(FineTuningJob.modified_at.desc())
+                    .limit(limit)
+                )
+            ).scalars()
+        )
+        if not jobs:
+            return []
+        found = await self.session.execute(
+            sa.select(FineTuningEvent.job_id, FineTuningEvent.data, FineTuningEvent.created_at)
+            .where(
+                FineTuningEvent.job_id.in_([job.id for job in jobs]),
+                FineTuningEvent.name == STATUS_EVENT,
+            )
+            .order_by(FineTuningEvent.id)
+        )
+        times: dict[str, dict[str, list[datetime]]] = {}
+        for job_id, data, created_at in found:
+            status = str((data or {}).get("status"))
+            times.setdefault(job_id, {}).setdefault(status, []).append(created_at)
+        samples = []
+        for job in jobs:
+            at = times.get(job.id, {})
+            started, running, done = at.get(STARTED, []), at.get(RUNNING, []), at.get(SUCCESS, [])
+            tokens = (job.meta or {}).get("train_tokens")
+            if len(started) != 1 or len(running) != 1 or not done or not isinstance(tokens, int):
+                continue
+            samples.append(
+                Sample(
+                    tokens,
+                    (running[0] - started[0]).total_seconds(),
+                    (done[-1] - running[0]).total_seconds(),
+                )
+            )
+        return samples
 
     async def queue_jobs(self, ids: Sequence[str]) -> dict[str, Job]:
         """The queue jobs of those ids that belong to this workspace, by id."""

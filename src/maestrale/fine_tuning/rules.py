@@ -201,9 +201,10 @@ def hyperparameters(body: JobIn, job_type: str, spec: ModelSpec, plan: Plan) -> 
     """The hyperparameters the trainer uses: defaults filled in, `training_steps` always set,
     `epochs` when they were given or implied by default (not when steps were given)."""
     hyper = body.hyperparameters
+    default_rate = spec.training.learning_rate if spec.training else DEFAULT_LEARNING_RATE
     out: dict[str, Any] = {
         "training_steps": plan.training_steps,
-        "learning_rate": hyper.learning_rate or DEFAULT_LEARNING_RATE,
+        "learning_rate": hyper.learning_rate or default_rate,
         "weight_decay": DEFAULT_WEIGHT_DECAY if hyper.weight_decay is None else hyper.weight_decay,
         "warmup_fraction": (
             DEFAULT_WARMUP_FRACTION if hyper.warmup_fraction is None else hyper.warmup_fraction
@@ -213,4 +214,42 @@ def hyperparameters(body: JobIn, job_type: str, spec: ModelSpec, plan: Plan) -> 
     }
     if job_type == "completion":
         out["fim_ratio"] = 0.0
+    return out
+
+
+def notices(asked: str, spec: ModelSpec, hyper: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a job's creator should know, by event name: `base-model` when the model asked for is
+    another name of the base trained here (the platform's `open-mistral-7b` trains the small
+    local model), `hyperparameters-warning` when the learning rate or the steps are below what
+    the base needs to learn anything (the platform's advice, 10 steps at 1e-4, is for its large
+    models). Each has a `message`; the job is created as asked all the same."""
+    out: dict[str, dict[str, Any]] = {}
+    if asked != spec.id:
+        out["base-model"] = {
+            "message": f"model {asked!r} is a name of {spec.id!r} here"
+            + (f" ({spec.name})" if spec.name else "")
+            + f": the job trains {spec.id!r}, and the fine-tuned model is named after it",
+            "model": asked,
+            "base_model": spec.id,
+        }
+    advice = spec.training
+    if advice is None:
+        return out
+    rate, steps = float(hyper["learning_rate"]), int(hyper["training_steps"])
+    low = []
+    if rate < advice.min_learning_rate:
+        low.append(f"learning_rate {rate:g} (below {advice.min_learning_rate:g})")
+    if steps < advice.min_training_steps:
+        low.append(f"{steps} training steps (below {advice.min_training_steps})")
+    if low:
+        out["hyperparameters-warning"] = {
+            "message": f"{' and '.join(low)} will teach {spec.id!r} little: it is a small "
+            f"model trained with LoRA, which needs a learning_rate of about "
+            f"{advice.learning_rate:g} (the default here) and {advice.min_training_steps} "
+            "training steps or more (or leave training_steps out: 3 epochs by default)",
+            "learning_rate": rate,
+            "training_steps": steps,
+            "advised_learning_rate": advice.learning_rate,
+            "advised_min_training_steps": advice.min_training_steps,
+        }
     return out

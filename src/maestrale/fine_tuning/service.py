@@ -26,6 +26,9 @@ from maestrale.fine_tuning import extra, states
 from maestrale.fine_tuning.data import data_files, read_examples
 from maestrale.fine_tuning.estimates import (
     MAX_TRAINING_STEPS,
+    SPEED_SAMPLES,
+    STARTUP_SECONDS,
+    Speed,
     TokenCounter,
     estimate,
     estimate_tokens,
@@ -47,6 +50,7 @@ from maestrale.fine_tuning.rules import (
     check_seq_len,
     hyperparameters,
     job_type_of,
+    notices,
     targets_out,
 )
 from maestrale.fine_tuning.schemas import (
@@ -70,7 +74,8 @@ def default_counter(spec: ModelSpec) -> TokenCounter:
 class Training:
     """What the service needs of the process: the catalog, the files' blobs (a request's
     `ReleasingBlobStore`: no transaction stays open while the data files are read), the queue,
-    the measured training speed, the billing currency and the token counter of a base model."""
+    the training speed until jobs measure it, the billing currency and the token counter of a
+    base model."""
 
     registry: EngineRegistry
     blobs: BlobStore
@@ -78,6 +83,7 @@ class Training:
     tokens_per_second: float
     currency: str
     counter: Callable[[ModelSpec], TokenCounter] = field(default=default_counter)
+    startup_seconds: float = STARTUP_SECONDS
 
 
 def _utc(value: datetime | None, param: str) -> datetime | None:
@@ -149,14 +155,18 @@ class FineTuningService:
                 "allowed: give fewer epochs",
                 param="hyperparameters.epochs",
             )
+        default = Speed(self.training.tokens_per_second, self.training.startup_seconds)
+        speed = Speed.measured(await self.repo.speed_samples(spec.id, SPEED_SAMPLES), default)
         figures = estimate(
             examples=examples.training,
             data_tokens=data_tokens,
             steps=plan.training_steps,
-            tokens_per_second=self.training.tokens_per_second,
+            speed=speed,
             price_per_million=spec.price.training_per_million,
             currency=self.training.currency,
         )
+        hyper_used = hyperparameters(body, job_type, spec, plan)
+        notes = notices(body.model, spec, hyper_used)
         if dry_run:
             return DryRunOut.model_validate(
                 {
@@ -164,6 +174,9 @@ class FineTuningService:
                     "job_type": job_type,
                     "epochs": plan.epochs,
                     "training_steps": plan.training_steps,
+                    "details": " ".join(
+                        [*(note["message"] + "." for note in notes.values()), speed.describe()]
+                    ),
                 }
             )
         auto_start = True if body.auto_start is None else body.auto_start
@@ -177,7 +190,7 @@ class FineTuningService:
             job_type=job_type,
             status=states.QUEUED,
             auto_start=auto_start,
-            hyperparameters=hyperparameters(body, job_type, spec, plan),
+            hyperparameters=hyper_used,
             training_files=[
                 {"file_id": f.file_id, "weight": f.weight} for f in body.training_files
             ],
@@ -200,6 +213,8 @@ class FineTuningService:
             validation_examples=examples.validation,
             skipped_examples=examples.skipped,
         )
+        for name, note in notes.items():
+            await self.repo.record_event(row, name, note)
         if auto_start:
             await enqueue_training(self.session, self.training.queue, row)
             await self.repo.record_status(row, states.QUEUED)

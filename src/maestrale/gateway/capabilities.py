@@ -16,6 +16,7 @@ from maestrale.engines.protocols import (
     ModerationEngine,
     OcrEngine,
     RealtimeTranscriptionEngine,
+    TextCompletionEngine,
     TranscriptionEngine,
 )
 
@@ -43,6 +44,10 @@ CHAT: Final[Capability[ChatEngine]] = Capability(
 )
 FIM: Final[Capability[FimEngine]] = Capability(
     "fim", "completion_fim", FimEngine, "fill-in-the-middle completions"
+)
+# A chat model's raw text completion (the legacy /v1/completions): accounted and limited as chat.
+TEXT: Final[Capability[TextCompletionEngine]] = Capability(
+    "chat", "completion_chat", TextCompletionEngine, "text completions (/v1/completions)"
 )
 EMBEDDINGS: Final[Capability[EmbeddingsEngine]] = Capability(
     "embeddings", "embeddings", EmbeddingsEngine, "embeddings"

@@ -34,7 +34,11 @@ async def get_platform_calls(request: Request, work: Work) -> PlatformCalls:
 async def get_caller(principal: StandardAuth) -> Caller:
     assert principal.workspace_id is not None
     return Caller(
-        principal.organization_id, principal.workspace_id, principal.key_id, principal.user_id
+        principal.organization_id,
+        principal.workspace_id,
+        principal.key_id,
+        principal.user_id,
+        principal.service_account_id,
     )
 
 

@@ -25,8 +25,14 @@ from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
 from maestrale.core.errors import AppError, BadRequest, ServiceUnavailable
 from maestrale.core.fair import Share, current, reset_current, set_current
+from maestrale.core.fetch import FetchPolicy
 from maestrale.core.uow import OwnerRelease, Release
-from maestrale.engines.protocols import ChatEngine, EmbeddingsEngine, FimEngine
+from maestrale.engines.protocols import (
+    ChatEngine,
+    EmbeddingsEngine,
+    FimEngine,
+    TextCompletionEngine,
+)
 from maestrale.engines.registry import EngineRegistry
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import (
@@ -37,6 +43,7 @@ from maestrale.engines.types import (
     EmbeddingResult,
     EngineError,
     FimRequest,
+    TextRequest,
     Usage,
 )
 from maestrale.gateway import accounting, streams
@@ -79,6 +86,7 @@ class Gateway:
         db: Database,
         hooks: Sequence[CallHook] = (),
         artifacts: Callable[[str], Awaitable[str]] | None = None,
+        fetch_policy: FetchPolicy | None = None,
     ) -> None:
         self.registry = registry
         self.recorder = recorder
@@ -86,6 +94,9 @@ class Gateway:
         self.hooks = list(hooks)
         # The local file of a fine-tuned model's artifact (fetched from the blob store).
         self.artifacts = artifacts
+        # What a model input given as a URL (a chat's `input_audio`) may reach and weigh: the
+        # settings' `fetch_*` (SSRF guard, size and time bounds).
+        self.fetch_policy = fetch_policy or FetchPolicy()
         # Ends the transaction owner's transaction (`releasing`); None: the caller holds none.
         self.release: OwnerRelease | None = None
 
@@ -288,6 +299,27 @@ class Gateway:
         return await self.run(
             call, lambda engine: engine.fim(request), _chat_report, messages=messages
         )
+
+    async def complete(self, call: Call[TextCompletionEngine], request: TextRequest) -> ChatResult:
+        """Run a raw text completion, recorded as a chat completion event of its prompt."""
+        request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
+        messages = [{"role": "user", "content": request.prompt}]
+        return await self.run(
+            call, lambda engine: engine.complete(request), _chat_report, messages=messages
+        )
+
+    async def stream_complete(
+        self, call: Call[TextCompletionEngine], request: TextRequest
+    ) -> tuple[ChatChunk, AsyncGenerator[ChatChunk, None]]:
+        """Start a streamed raw text completion: its first chunk and the rest (see `stream`)."""
+        request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
+        messages = [{"role": "user", "content": request.prompt}]
+        first, rest = await self.stream(
+            call, lambda engine: engine.complete_stream(request), ChatTally(), messages=messages
+        )
+        return (_empty_chunk() if first is None else first), rest
 
     async def embed(
         self, call: Call[EmbeddingsEngine], request: EmbeddingRequest

@@ -24,6 +24,7 @@ class Caller:
     workspace_id: str
     key_id: str | None = None
     user_id: str | None = None
+    service_account_id: str | None = None  # a service account's key: usage is the account's
 
 
 @dataclass(frozen=True, slots=True)

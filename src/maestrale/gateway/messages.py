@@ -30,7 +30,7 @@ class ToolCallIn(_In):
 
 class Message(_In):
     """One message, any role; role-specific rules are checked by the endpoint that takes it
-    (`completions.validation` for chat)."""
+    (`completions.validation` for chat). OpenAI's `developer` role is read as `system`."""
 
     role: Role
     content: Content | None = None
@@ -38,6 +38,13 @@ class Message(_In):
     tool_call_id: str | None = Field(default=None, max_length=256)
     name: str | None = Field(default=None, max_length=256)
     prefix: bool = False
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _developer_is_system(cls, value: object) -> object:
+        # OpenAI's newer clients send their instructions as `developer`; OpenAI reads it as
+        # `system` for models without a developer role, as every model here is.
+        return "system" if value == "developer" else value
 
     @field_validator("content")
     @classmethod

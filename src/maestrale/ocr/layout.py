@@ -163,6 +163,7 @@ class Block:
     box: tuple[int, int, int, int]
     image_id: str | None = None
     cells: list[list[str]] | None = None  # a table's rows
+    confidences: tuple[float, ...] = ()  # of its words, in order
 
 
 @dataclass(slots=True)
@@ -199,8 +200,10 @@ def lay_out(fragments: Sequence[Fragment]) -> Layout:
 
     def emit(kind: str, content: str, block_rows: Sequence[_Row], image: str | None = None) -> None:
         cells = [[c.text for c in r.cells] for r in block_rows] if kind == "table" else None
-        blocks.append(Block(kind, content, _extent(block_rows), image, cells))
-        words.extend(_words(block_rows))
+        block_words = _words(block_rows)
+        confidences = tuple(confidence for _, confidence in block_words)
+        blocks.append(Block(kind, content, _extent(block_rows), image, cells, confidences))
+        words.extend(block_words)
 
     def flush() -> None:
         if paragraph:

@@ -59,7 +59,7 @@ class OCRRequest(_Wire):
     extract_header: bool = False
     extract_footer: bool = False
     include_blocks: bool = True
-    confidence_scores_granularity: Literal["word", "page"] | None = None
+    confidence_scores_granularity: Literal["word", "page", "block"] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -54,8 +54,8 @@ class Shaper:
             "header": None,
             "footer": None,
         }
-        if self.include_blocks:
-            body["blocks"] = [_block(block) for block in page.layout.blocks]
+        if self.include_blocks or self.granularity == "block":
+            body["blocks"] = [_block(block, self.granularity) for block in page.layout.blocks]
         if self.granularity is not None:
             body["confidence_scores"] = self._confidence(page, markdown)
         return body
@@ -99,7 +99,7 @@ class Shaper:
         return body
 
 
-def _block(block: Block) -> dict[str, Any]:
+def _block(block: Block, granularity: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": block.type,
         "top_left_x": block.box[0],
@@ -110,6 +110,15 @@ def _block(block: Block) -> dict[str, Any]:
     }
     if block.image_id is not None:
         body["image_id"] = block.image_id
+    if granularity == "block":
+        # The recognizer scores text, not the layout's guess of the block's type: that one is
+        # None, as the SDK's model allows ("could not be scored"); an image has no content.
+        scores = block.confidences
+        body["confidence_scores"] = {
+            "average_content_confidence_score": sum(scores) / len(scores) if scores else None,
+            "minimum_content_confidence_score": min(scores) if scores else None,
+            "block_type_confidence_score": None,
+        }
     return body
 
 

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 
 from maestrale.core.errors import AppError
 
+INVALID = "WF_1000"
+CONFLICT = "WF_1009"
 NOT_FOUND = "WF_1100"
 ALREADY_STARTED = "WF_1101"
 NOT_RUNNING = "WF_1102"

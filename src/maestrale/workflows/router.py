@@ -7,6 +7,7 @@ from __future__ import annotations
 from maestrale.workflows.events.router import router as events_router
 from maestrale.workflows.executions.actions.router import router as actions_router
 from maestrale.workflows.executions.router import router as executions_router
+from maestrale.workflows.metrics.router import router as metrics_router
 from maestrale.workflows.registry.router import router as registry_router
 from maestrale.workflows.routing import assemble
 from maestrale.workflows.runs.router import router as runs_router
@@ -17,6 +18,7 @@ SUB_ROUTERS = (
     actions_router,
     events_router,
     executions_router,
+    metrics_router,
     registry_router,
     runs_router,
     schedules_router,

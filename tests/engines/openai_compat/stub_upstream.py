@@ -209,6 +209,31 @@ def make_answer(steer: Steer, body: dict[str, Any]) -> Answer:
     return Answer(content=text, pieces=pieces)
 
 
+# The log-probability the stub gives every token, when the request asks for logprobs.
+LOGPROB = -0.25
+
+
+def logprobs_of(kind: str, body: dict[str, Any], pieces: list[str]) -> dict[str, Any] | None:
+    """OpenAI's logprobs of `pieces` (one token each) when `body` asks for them: the chat shape
+    (`content` entries without token ids) or the classic completion one."""
+    if not body.get("logprobs"):
+        return None
+    if kind == "completions":
+        offsets = [sum(len(p) for p in pieces[:i]) for i in range(len(pieces))]
+        return {
+            "tokens": pieces,
+            "token_logprobs": [LOGPROB] * len(pieces),
+            "top_logprobs": [{piece: LOGPROB} for piece in pieces],
+            "text_offset": offsets,
+        }
+    top = int(body.get("top_logprobs") or 0)
+    content = []
+    for piece in pieces:
+        entry = {"token": piece, "logprob": LOGPROB, "bytes": list(piece.encode())}
+        content.append({**entry, "top_logprobs": [entry] * min(top, 1)})
+    return {"content": content, "refusal": None}
+
+
 def _chunk(obj: str, model: str, choices: list[dict[str, Any]], **extra: Any) -> bytes:
     data = {"id": "stub-1", "object": obj, "created": 0, "model": model, "choices": choices}
     return b"data: " + orjson.dumps({**data, **extra}) + b"\n\n"
@@ -230,6 +255,7 @@ def stream_frames(kind: str, body: dict[str, Any], steer: Steer, answer: Answer)
         if text:
             for piece in answer.pieces:
                 choice = {"index": index, "text": piece, "finish_reason": None}
+                choice["logprobs"] = logprobs_of(kind, body, [piece])
                 frames.append(_chunk(obj, model, [choice]))
             last = {"index": index, "text": "", "finish_reason": answer.finish_reason}
         else:
@@ -238,9 +264,11 @@ def stream_frames(kind: str, body: dict[str, Any], steer: Steer, answer: Answer)
                 _chunk(obj, model, [{"index": index, "delta": first, "finish_reason": None}])
             )
             for delta in _deltas(answer):
-                frames.append(
-                    _chunk(obj, model, [{"index": index, "delta": delta, "finish_reason": None}])
-                )
+                choice = {"index": index, "delta": delta, "finish_reason": None}
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    choice["logprobs"] = logprobs_of(kind, body, [content])
+                frames.append(_chunk(obj, model, [choice]))
             last = {"index": index, "delta": {}, "finish_reason": answer.finish_reason}
         with_usage = in_last and index == n - 1 and not steer.no_usage
         extra = {"usage": final_usage} if with_usage else {}
@@ -275,13 +303,15 @@ def plain_answer(kind: str, body: dict[str, Any], answer: Answer) -> dict[str, A
                     "index": index,
                     "text": answer.content,
                     "finish_reason": answer.finish_reason,
-                    "logprobs": None,
+                    "logprobs": logprobs_of(kind, body, answer.pieces),
                 }
             )
         else:
             message: dict[str, Any] = {"role": "assistant", "content": answer.content}
             message["tool_calls"] = answer.tool_calls
             choice = {"index": index, "message": message, "finish_reason": answer.finish_reason}
+            if answer.content is not None:
+                choice["logprobs"] = logprobs_of(kind, body, answer.pieces)
             choices.append(choice)
     return {
         "id": "stub-1",

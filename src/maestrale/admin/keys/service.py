@@ -1,5 +1,5 @@
-"""Workspace API keys managed by an admin key: created for a member of a workspace, listed
-masked, deleted (revoked) everywhere at once."""
+"""Workspace API keys managed by an admin key: created for a member of a workspace or for one of
+its service accounts, listed masked, deleted (revoked) everywhere at once."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from maestrale.admin.context import AdminContext
 from maestrale.admin.keys.repository import StandardKeyRepository
 from maestrale.admin.keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut
+from maestrale.admin.service_accounts.repository import ServiceAccountRepository
 from maestrale.admin.users.repository import UserRepository
 from maestrale.admin.workspaces.repository import WorkspaceAdminRepository
 from maestrale.core.auth.invalidation import Invalidation
@@ -71,18 +72,20 @@ class KeyService:
             )
         if workspace.archived_at is not None:
             raise Conflict("the workspace is archived", code="workspace_archived")
-        user = await self.users.user(body.user_id)
-        if user is None:
-            raise NotFound(
-                f"user {body.user_id!r} not found", code="user_not_found", param="user_id"
-            )
-        if await self.workspaces.membership(workspace.id, user.id) is None:
-            raise BadRequest(
-                "the user is not a member of the workspace; add them first "
-                "(POST /v1/admin/workspaces/{workspace_uuid}/add-users)",
-                code="user_not_in_workspace",
-                param="user_id",
-            )
+        user_id = account_id = None
+        if body.service_account_id is not None:
+            account = await ServiceAccountRepository(
+                self.ctx.session, self.ctx.organization_id, workspace.id
+            ).get(body.service_account_id, live=True)
+            if account is None:
+                raise NotFound(
+                    f"service account {body.service_account_id!r} not found in the workspace",
+                    code="service_account_not_found",
+                    param="service_account_id",
+                )
+            account_id = account.id
+        else:
+            user_id = await self._member(workspace.id, body.user_id or "")
         expires_at = None
         if body.expiration is not None:
             expires_at = datetime.combine(body.expiration, time(), UTC)
@@ -96,10 +99,11 @@ class KeyService:
             kind="standard",
             organization_id=self.ctx.organization_id,
             workspace_id=workspace.id,
-            user_id=user.id,
+            user_id=user_id,
             name=body.name or "",
             expires_at=expires_at,
             created_by=self.ctx.principal.key_id,
+            service_account_id=account_id,
         )
         self.ctx.audit(
             "api_key.create",
@@ -109,11 +113,25 @@ class KeyService:
                 "name": key.name,
                 "hidden_key": key.hidden_key,
                 "workspace_id": workspace.id,
-                "user_id": user.id,
+                "user_id": user_id,
+                "service_account_id": account_id,
                 "expires_at": expires_at,
             },
         )
         return key_created(key, clear)
+
+    async def _member(self, workspace_id: str, user_id: str) -> str:
+        user = await self.users.user(user_id)
+        if user is None:
+            raise NotFound(f"user {user_id!r} not found", code="user_not_found", param="user_id")
+        if await self.workspaces.membership(workspace_id, user.id) is None:
+            raise BadRequest(
+                "the user is not a member of the workspace; add them first "
+                "(POST /v1/admin/workspaces/{workspace_uuid}/add-users)",
+                code="user_not_in_workspace",
+                param="user_id",
+            )
+        return user.id
 
     async def delete_key(self, key_id: str) -> None:
         """Revoke a key; every replica refuses it once the change has committed."""

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from maestrale.core.errors import AppError, BadRequest, PayloadTooLarge
 from maestrale.engines.transcription_types import (
@@ -52,6 +59,32 @@ class SessionUpdateIn(BaseModel):
 
     audio_format: AudioFormatIn | None = None
     target_streaming_delay_ms: int | None = Field(default=None, ge=0, le=60_000)
+    # mistralai 3.x's session options the streaming engine has no means to honour: refused when
+    # set (a clear error beats a transcript that silently ignored them), accepted when null/empty.
+    diarize: bool | None = None
+    context_bias: list[str] | None = None
+    language: str | None = None
+    speaker_references: dict[str, str] | None = None
+    turn_detection: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _supported(self) -> SessionUpdateIn:
+        unsupported = [name for name in UNSUPPORTED_OPTIONS if getattr(self, name)]
+        if unsupported:
+            raise ValueError(
+                f"the realtime engine does not support {', '.join(unsupported)}: leave "
+                "them unset (batch transcription takes `language` and `diarize`)"
+            )
+        return self
+
+
+UNSUPPORTED_OPTIONS = (
+    "diarize",
+    "context_bias",
+    "language",
+    "speaker_references",
+    "turn_detection",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,11 @@ async def realtime_transcription(websocket: WebSocket) -> None:
         return
     assert principal.workspace_id is not None
     caller = Caller(
-        principal.organization_id, principal.workspace_id, principal.key_id, principal.user_id
+        principal.organization_id,
+        principal.workspace_id,
+        principal.key_id,
+        principal.user_id,
+        principal.service_account_id,
     )
     request_id = uuid.uuid4().hex
     correlation = sane_correlation_id(websocket.headers.get("x-correlation-id")) or request_id

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from maestrale.conversations.entries import (
     arguments_text,
     entry_id,
@@ -32,6 +34,8 @@ from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
 
 MAX_STEPS = 8
+# How many turns of a run a forced tool_choice ("any", "required", a function) holds for.
+FORCED_TURNS = 1
 COMPLETION_ARGS = (
     "stop",
     "presence_penalty",
@@ -131,10 +135,15 @@ async def run_turns(
     on `history`, the calls' entries and `inputs` (of which `prefix` holds the first ones) until
     the model answers, calls client functions or tools that need a confirmation, or hands off
     (with `handoff_execution="client"`); a server handoff switches agent and goes on, and so does
-    a turn whose tool calls the server ran (the model reads their results next). At most
-    `MAX_STEPS` turns: past them a run that ran tools ends with what it has (those calls have
-    had their effects and are kept), any other (a handoff loop) is refused. The tools run once
-    `release` ended the owner's transaction (the gateway ends it before each model call)."""
+    a turn whose tool calls the server ran (the model reads their results next). A forced
+    `tool_choice` ("any", "required", a named function) holds for the first turn only, later
+    turns are "auto" (as OpenAI's agents reset it), so that a forced run does not call a tool at
+    every turn. A server call that repeats one of the turn before (same tool, same arguments) is
+    not run again. A run that ran tools always ends with a message: when the model repeated
+    itself, or past `MAX_STEPS` turns, one more turn with `tool_choice="none"` answers from the
+    results so far (or, if it says nothing, a message says why the run stopped); a run that ran
+    no tool past `MAX_STEPS` turns (a handoff loop) is refused. The tools run once `release`
+    ended the owner's transaction (the gateway ends it before each model call)."""
     outputs: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     if confirmed:
@@ -146,11 +155,23 @@ async def run_turns(
     cited = tool_calls.chunks_of(outputs)
     before = [*history, *outputs, *inputs]
     ran_tools = lead > 0
-    for _ in range(MAX_STEPS):
+    # The server calls of the turn before, as (name, arguments): a turn repeating them is cut.
+    previous: set[tuple[str, str]] = set()
+    closing: str | None = None  # why the next turn is the last, made without tools
+    for step in range(MAX_STEPS + 1):
+        if step == MAX_STEPS:
+            if not ran_tools:
+                break
+            closing = closing or f"the run reached its limit of {MAX_STEPS} model turns"
+        params = chat_params(target, override)
+        if step >= FORCED_TURNS and params.get("tool_choice") not in (None, "auto", "none"):
+            params["tool_choice"] = "auto"
+        if closing is not None:
+            params["tool_choice"] = "none"
         call, request, prefix = await prepare_turn(
             gateway,
             caller,
-            chat_params(target, override),
+            params,
             target.instructions,
             before + outputs[lead:],
             correlation_id=correlation_id,
@@ -169,10 +190,20 @@ async def run_turns(
         for key, value in turn_usage.as_dict().items():
             usage[key] += value
         content = message.get("content")
+        if closing is not None:
+            return await _closed(
+                TurnsResult(outputs, usage, target, prefix, lead),
+                content if isinstance(content, str) else "",
+                closing,
+                message_id,
+                cited,
+                emit,
+            )
         calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
         handoffs = [c for c in calls if _handoff_target(c, target) is not None]
         functions = [c for c in calls if _handoff_target(c, target) is None]
-        if isinstance(content, str) and (content or not calls):
+        answered = isinstance(content, str) and bool(content or not calls)
+        if isinstance(content, str) and answered:
             answer = message_output(content, target.agent_id, target.model, message_id)
             if cited:
                 answer["content"] = [{"type": "text", "text": content}, *cited]
@@ -181,6 +212,9 @@ async def run_turns(
                 cited = []
             outputs.append(answer)
         runs, waiting = _sort_calls(functions, target)
+        repeats = [r for r in runs if (r.name, _canonical(r.arguments)) in previous]
+        runs = [r for r in runs if r not in repeats]
+        previous = {(r.name, _canonical(r.arguments)) for r in runs}
         if runs:
             await _before_tools(gateway, release)
             ran = await tool_calls.execute(target.toolbox, runs, emit, len(outputs))
@@ -191,6 +225,10 @@ async def run_turns(
             outputs.append(item)
             if emit is not None:
                 await emit(function_call_event(item, len(outputs) - 1))
+        if repeats and not (answered or waiting or handoffs or runs):
+            names = ", ".join(sorted({r.name for r in repeats}))
+            closing = f"the model repeated its call to {names} with the same arguments"
+            continue
         if waiting or not (handoffs or runs):
             return TurnsResult(outputs, usage, target, prefix, lead)
         if not handoffs:
@@ -207,11 +245,56 @@ async def run_turns(
         target = nxt
         if handoff_execution == "client":
             return TurnsResult(outputs, usage, target, prefix, lead)
-    if ran_tools:
-        return TurnsResult(outputs, usage, target, prefix, lead)
     raise TooManySteps(
         f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
     )
+
+
+async def _closed(
+    result: TurnsResult,
+    text: str,
+    reason: str,
+    message_id: str,
+    cited: list[dict[str, Any]],
+    emit: Emit | None,
+) -> TurnsResult:
+    """End a run with the text of its last turn (made without tools), or, when that turn said
+    nothing, a message saying why the run stopped; calls the turn made anyway are not run."""
+    answer = message_output(
+        text or f"The run stopped: {reason}.",
+        result.target.agent_id,
+        result.target.model,
+        message_id,
+    )
+    index = len(result.outputs)
+    if emit is not None and not text:  # streamed text was emitted as it came
+        await emit(
+            {
+                "type": "message.output.delta",
+                "created_at": now_text(),
+                "output_index": index,
+                "id": message_id,
+                "content_index": 0,
+                "content": answer["content"],
+                "model": answer["model"],
+                "agent_id": answer["agent_id"],
+                "role": "assistant",
+            }
+        )
+    if cited:
+        answer["content"] = [{"type": "text", "text": answer["content"]}, *cited]
+        if emit is not None:
+            await emit_chunks(emit, answer, cited, index)
+    result.outputs.append(answer)
+    return result
+
+
+def _canonical(arguments: str) -> str:
+    """A call's arguments in one spelling (key order and spacing aside), to compare calls."""
+    parsed = tool_calls.parse_arguments(arguments)
+    if parsed is None:
+        return arguments.strip()
+    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _sort_calls(

@@ -18,6 +18,8 @@ class Principal:
     # key with no user (it acts for the workspace itself). See `core/auth/roles.py`.
     workspace_roles: frozenset[str] | None = None
     organization_roles: frozenset[str] = frozenset()
+    # The service account a key belongs to (its roles are then `workspace_roles`).
+    service_account_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

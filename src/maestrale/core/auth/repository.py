@@ -11,7 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.auth.keys import generate_key, hash_key, hide_key
 from maestrale.core.auth.principal import Principal
-from maestrale.core.auth.tables import ApiKey, Organization, User, Workspace, WorkspaceMember
+from maestrale.core.auth.tables import (
+    ApiKey,
+    Organization,
+    ServiceAccount,
+    User,
+    Workspace,
+    WorkspaceMember,
+)
 from maestrale.core.clock import utcnow
 
 
@@ -20,25 +27,39 @@ class KeyRepository:
         self.session = session
 
     async def principal_for_hash(self, key_hash: str) -> Principal | None:
-        """The principal of a live key: not revoked, not expired, its workspace not archived."""
+        """The principal of a live key: not revoked, not expired, its workspace not archived, its
+        service account (if any) not deleted."""
         member = (WorkspaceMember.workspace_id == ApiKey.workspace_id) & (
             WorkspaceMember.user_id == ApiKey.user_id
         )
         stmt = (
-            select(ApiKey, Workspace.archived_at, WorkspaceMember.roles, User.roles)
+            select(
+                ApiKey,
+                Workspace.archived_at,
+                WorkspaceMember.roles,
+                User.roles,
+                ServiceAccount.roles,
+                ServiceAccount.deleted_at,
+            )
             .outerjoin(Workspace, Workspace.id == ApiKey.workspace_id)
             .outerjoin(WorkspaceMember, member)
             .outerjoin(User, User.id == ApiKey.user_id)
+            .outerjoin(ServiceAccount, ServiceAccount.id == ApiKey.service_account_id)
             .where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
         )
         row = (await self.session.execute(stmt)).one_or_none()
         if row is None:
             return None
-        key, archived_at, workspace_roles, organization_roles = row
-        if archived_at is not None:
+        key, archived_at, workspace_roles, organization_roles, account_roles, deleted_at = row
+        if archived_at is not None or deleted_at is not None:
             return None
         if key.expires_at is not None and key.expires_at <= utcnow():
             return None
+        roles: frozenset[str] | None = None
+        if key.service_account_id is not None:
+            roles = frozenset(account_roles or ())
+        elif key.user_id is not None:
+            roles = frozenset(workspace_roles or ())
         return Principal(
             key_id=key.id,
             kind=key.kind,
@@ -46,8 +67,9 @@ class KeyRepository:
             workspace_id=key.workspace_id,
             user_id=key.user_id,
             expires_at=key.expires_at,
-            workspace_roles=None if key.user_id is None else frozenset(workspace_roles or ()),
+            workspace_roles=roles,
             organization_roles=frozenset(organization_roles or ()),
+            service_account_id=key.service_account_id,
         )
 
     async def create_key(
@@ -61,6 +83,7 @@ class KeyRepository:
         expires_at: datetime | None = None,
         created_by: str | None = None,
         key: str | None = None,
+        service_account_id: str | None = None,
     ) -> tuple[ApiKey, str]:
         """Store a new key (generated unless given) and return the row and the clear key."""
         clear = key or generate_key(kind)
@@ -69,6 +92,7 @@ class KeyRepository:
             organization_id=organization_id,
             workspace_id=workspace_id,
             user_id=user_id,
+            service_account_id=service_account_id,
             name=name,
             key_hash=hash_key(clear),
             hidden_key=hide_key(clear),

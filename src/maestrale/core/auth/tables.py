@@ -65,6 +65,28 @@ class WorkspaceMember(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class ServiceAccount(Base):
+    """A non-human principal of one workspace: its workspace roles (names) decide what its keys
+    may do, as a member's roles decide for a user's keys. Deleting one sets `deleted_at` and
+    revokes its keys in the same transaction."""
+
+    __tablename__ = "service_accounts"
+    __table_args__ = (Index("ix_service_accounts_ws_created", "workspace_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(String(2000), default=None)
+    roles: Mapped[list[str]] = mapped_column(JSONDoc, default=list)
+    created_by: Mapped[str | None] = mapped_column(String(36), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
 class ApiKey(Base):
     """A standard key (one workspace, Bearer) or an admin key (one organization, x-api-key).
 
@@ -83,6 +105,10 @@ class ApiKey(Base):
     )
     user_id: Mapped[str | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    # A key of a service account (then `user_id` is None): it acts with the account's roles.
+    service_account_id: Mapped[str | None] = mapped_column(
+        ForeignKey("service_accounts.id", ondelete="CASCADE"), default=None, index=True
     )
     name: Mapped[str] = mapped_column(String(200))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)

@@ -21,7 +21,7 @@ from maestrale.engines.builtin.messages import (
 )
 from maestrale.engines.builtin.tokens import apply_limits, count_tokens
 from maestrale.engines.text import content_text
-from maestrale.engines.types import ChatRequest, EngineError, FimRequest
+from maestrale.engines.types import ChatRequest, EngineError, FimRequest, Message, TextRequest
 
 T = TypeVar("T")
 
@@ -96,11 +96,30 @@ def _plan_chat(request: ChatRequest) -> _Plan:
     prompt = prompt_tokens(request.messages)
     turn = turn_to_answer(request.messages)
     if turn.tool_results:
+        names = offered_tool_names(request.tools, request.tool_choice)
+        if names and _forced(request.tool_choice):
+            # A forced choice must be answered with a call, even after tool results: as a small
+            # model under it does, the engine calls again what the last user message asked for.
+            calls = parse_directives(_last_user_text(request.messages), names).calls
+            if calls:
+                return _Plan(prompt, directives=Directives(text="", calls=calls))
         text = "\n".join(f"tool {name} returned: {content}" for name, content in turn.tool_results)
         content = _formatted(text, request.response_format, plain=text)
         return _Plan(prompt, answer=_limited(content, request.max_tokens, request.stop, n, prompt))
     names = offered_tool_names(request.tools, request.tool_choice)
     return _Plan(prompt, directives=parse_directives(turn.text, names))
+
+
+def _forced(tool_choice: Any) -> bool:
+    """Whether `tool_choice` demands a call ("any", "required" or a named function)."""
+    return tool_choice in ("any", "required") or isinstance(tool_choice, dict)
+
+
+def _last_user_text(messages: list[Message]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return content_text(message.get("content"))
+    return ""
 
 
 def _answer_chat(request: ChatRequest, prompt: int, directives: Directives) -> Answer:
@@ -177,3 +196,22 @@ async def answer_fim(request: FimRequest) -> Answer:
     assert plan.directives is not None
     await _side_effects(plan.directives)
     return await _run(large, _answer_fim, request, plan.prompt, plan.directives)
+
+
+def _plan_text(request: TextRequest) -> _Plan:
+    return _Plan(count_tokens(request.prompt) + 1, directives=parse_directives(request.prompt))
+
+
+def _answer_text(request: TextRequest, prompt: int, directives: Directives) -> Answer:
+    response = directives.response
+    content = response if response is not None else f"echo: {directives.text}"
+    return _limited(content, request.max_tokens, request.stop, max(request.n, 1), prompt)
+
+
+async def answer_text(request: TextRequest) -> Answer:
+    """Work out the answer to a raw text completion: as FIM without a suffix, `n` choices."""
+    large = len(request.prompt) > OFF_LOOP_CHARS
+    plan = await _run(large, _plan_text, request)
+    assert plan.directives is not None
+    await _side_effects(plan.directives)
+    return await _run(large, _answer_text, request, plan.prompt, plan.directives)

@@ -95,8 +95,9 @@ class E5Engine:
         if request.output_dimension is not None and request.output_dimension != DIMENSION:
             raise EngineError(
                 400,
-                f"this model returns {DIMENSION}-dimensional embeddings; "
-                f"output_dimension {request.output_dimension} is not supported",
+                f"model {request.model!r} returns {DIMENSION}-dimensional embeddings and "
+                "cannot shorten them (it is not a Matryoshka model): output_dimension "
+                f"(dimensions) {request.output_dimension} is not supported",
                 code="invalid_request",
             )
         inputs = list(request.inputs)

@@ -24,13 +24,16 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
+from maestrale.engines.local.llama_bounds import bounded_schema, json_string_cap
 from maestrale.engines.local.llama_model import LoadedModel, Vocabulary
-from maestrale.engines.types import EngineError
+from maestrale.engines.types import EngineError, TokenLogprob
 
 # llama-cpp-python's schema converter lets control characters (raw newlines...) into strings,
 # which `json.loads` rejects; llama.cpp's own converter excludes them, and so do we.
 _LOOSE_CHAR = r'char ::= [^"\\] |'
 _STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+# Where the string rule of llama.cpp's JSON grammar repeats its characters without a bound.
+_JSON_STRING_END = ')* "\\"" ws'
 # A bounded repetition becomes nested optional groups in GBNF, one per repeat: llama.cpp refuses
 # 2,000 of them and its parser overflows the stack (the process dies) on 100,000. Schemas whose
 # bounds (or patterns' quantifiers, multiplied) exceed this, or grammars nested deeper or larger
@@ -61,6 +64,13 @@ class Sampling:
     # of the last request: llama.cpp's numerics differ slightly between the two, enough to change
     # a sample (see `PromptCache`).
     fresh: bool = False
+    top_k: int = 40
+    # The end-of-generation tokens may not be drawn before this many tokens (their logits are set
+    # to -inf until then); stop strings still end the answer.
+    min_tokens: int = 0
+    ends: npt.NDArray[np.intp] | None = None
+    # Log-probabilities of each drawn token, with this many alternatives (None: none kept).
+    logprobs: int | None = None
 
 
 @dataclass(slots=True)
@@ -70,6 +80,8 @@ class Outcome:
     finish_reason: str = "length"
     completion_tokens: int = 0
     stopped_by: str | None = None  # the stop string that ended it, if one did
+    # With `Sampling.logprobs`: one entry per token of the text (`TokenLogprob`), in order.
+    logprobs: list[TokenLogprob] = field(default_factory=list)
 
 
 def checked_grammar(vocab: Vocabulary, gbnf: str, what: str = "response_format") -> LlamaGrammar:
@@ -129,32 +141,48 @@ def _nesting(gbnf: str) -> int:
     return deepest
 
 
-def schema_gbnf(schema: dict[str, Any]) -> str:
+def schema_gbnf(schema: dict[str, Any], budget: int | None = None) -> str:
     """The GBNF grammar of the JSON values of `schema` (llama.cpp's converter, control characters
-    kept out of strings); `ValueError` for repetitions over `MAX_REPEAT` or a grammar that
+    kept out of strings), its unbounded strings and arrays bounded to fit in `budget` tokens when
+    given (`llama_bounds`); `ValueError` for repetitions over `MAX_REPEAT` or a grammar that
     llama.cpp could not parse safely, and the converter raises what it meets on a schema it
     cannot convert."""
     _check_repeats(schema)
+    if budget is not None:
+        schema = bounded_schema(schema, budget)
     gbnf: str = json_schema_to_gbnf(json.dumps(schema))
     if len(gbnf) > _MAX_GBNF or _nesting(gbnf) > _MAX_NESTING:
         raise ValueError("the schema's grammar is too large")
     return gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR)
 
 
-def grammar_for(vocab: Vocabulary, response_format: dict[str, Any] | None) -> LlamaGrammar | None:
-    """The grammar that constrains the output to the requested JSON (None for plain text)."""
+def json_gbnf(budget: int) -> str:
+    """llama.cpp's grammar of any JSON value, its strings bounded to `json_string_cap(budget)`
+    characters."""
+    cap = json_string_cap(budget)
+    bounded = JSON_GBNF.replace(_JSON_STRING_END, _JSON_STRING_END.replace(")*", f"){{0,{cap}}}"))
+    if bounded == JSON_GBNF:  # a llama-cpp-python release that writes its grammar otherwise
+        raise RuntimeError("llama_cpp's JSON grammar has no string rule where expected")
+    return bounded
+
+
+def grammar_for(
+    vocab: Vocabulary, response_format: dict[str, Any] | None, budget: int
+) -> LlamaGrammar | None:
+    """The grammar that constrains the output to the requested JSON (None for plain text), its
+    strings and arrays bounded so that it ends within `budget` tokens (`llama_bounds`)."""
     kind = (response_format or {}).get("type")
     if kind == "json_object":
-        return checked_grammar(vocab, JSON_GBNF)
+        return checked_grammar(vocab, json_gbnf(budget))
     if kind != "json_schema":
         return None
     spec = (response_format or {}).get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if not isinstance(schema, dict):
         # A json_schema format without a schema constrains nothing beyond JSON itself.
-        return checked_grammar(vocab, JSON_GBNF)
+        return checked_grammar(vocab, json_gbnf(budget))
     try:
-        gbnf = schema_gbnf(schema)
+        gbnf = schema_gbnf(schema, budget)
     except Exception as exc:  # the converter raises whatever it meets; all mean "unsupported"
         raise EngineError(
             400,
@@ -182,11 +210,13 @@ def _held_back(text: str, stops: list[str]) -> int:
 
 
 def _sampler(llm: llama_cpp.Llama, sampling: Sampling) -> Any:
-    """llama-cpp-python's sampler chain, exactly as `Llama.generate` builds it (top_k 40,
-    min_p 0.05, penalties, grammar, then greedy at temperature 0 or a seeded draw)."""
+    """llama-cpp-python's sampler chain, exactly as `Llama.generate` builds it (top_k 40 unless
+    asked otherwise, min_p 0.05, penalties, grammar, then greedy at temperature 0 or a seeded
+    draw)."""
     llm.set_seed(sampling.seed)
     return llm._init_sampler(
         temp=sampling.temperature,
+        top_k=sampling.top_k,
         top_p=sampling.top_p,
         presence_penalty=sampling.presence_penalty,
         frequency_penalty=sampling.frequency_penalty,
@@ -224,11 +254,15 @@ def generate(
         )
         logits[sampling.banned_first] = -np.inf
     sampler = _sampler(llm, sampling)
+    starts: list[int] = []  # where each token's text starts (with logprobs)
     try:
         while True:
             if cancel.is_set():
                 outcome.finish_reason = "cancelled"
                 return
+            if outcome.completion_tokens < sampling.min_tokens and sampling.ends is not None:
+                _logits(llm)[sampling.ends] = -np.inf
+            raw = _logits(llm).astype(np.float64) if sampling.logprobs is not None else None
             # Samples from the logits of the last evaluated token, and accepts the token.
             token = llama_cpp.llama_sampler_sample(sampler.sampler, llm.ctx, -1)
             if vocab.is_end(token):
@@ -236,11 +270,17 @@ def generate(
                 text += decoder.decode(b"", final=True)
                 break
             outcome.completion_tokens += 1
+            if raw is not None and sampling.logprobs is not None:
+                starts.append(len(text))
+                outcome.logprobs.append(token_logprob(llm, raw, token, sampling.logprobs))
             text += decoder.decode(llm.detokenize([token]))
             cut = _stop_at(text, stops, max(sent - longest_stop, 0))
             if cut is not None:
                 text = text[: cut[0]]
                 outcome.finish_reason, outcome.stopped_by = "stop", cut[1]
+                # The tokens of the stop string are not part of the answer.
+                kept = sum(1 for start in starts if start < cut[0])
+                del outcome.logprobs[kept:]
                 break
             ready = len(text) - _held_back(text, stops)
             if ready > sent:
@@ -255,6 +295,37 @@ def generate(
         sampler.close()
     if len(text) > sent:
         yield text[sent:]
+
+
+def _logits(llm: llama_cpp.Llama) -> npt.NDArray[np.float32]:
+    """The logits of the last evaluated token, in place (a view of llama.cpp's buffer)."""
+    return np.ctypeslib.as_array(
+        llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
+    )
+
+
+def token_logprob(
+    llm: llama_cpp.Llama, logits: npt.NDArray[np.float64], token: int, top: int
+) -> TokenLogprob:
+    """The log-probability (natural log, the model's own distribution: before temperature,
+    top-k/top-p and grammar) of `token` under `logits`, with the `top` most likely tokens."""
+    peak = float(logits.max())
+    norm = peak + float(np.log(np.exp(logits - peak).sum()))
+
+    def entry(candidate: int) -> dict[str, Any]:
+        piece = llm.detokenize([candidate])
+        return {
+            "token": piece.decode("utf-8", errors="replace"),
+            "logprob": float(logits[candidate]) - norm,
+            "bytes": list(piece),
+            "token_id": candidate,
+        }
+
+    alternatives: list[dict[str, Any]] = []
+    if top > 0:
+        best = np.argpartition(-logits, top)[:top]
+        alternatives = [entry(int(t)) for t in best[np.argsort(-logits[best])]]
+    return {**entry(token), "top_logprobs": alternatives}
 
 
 def continuation_logprob(

@@ -86,6 +86,14 @@ class LlamaOptions(BaseModel):
         description="with tool_choice auto, the least probability the model must give to opening "
         "its answer with a tool call for it to call a tool (1: only when it writes one itself)",
     )
+    tool_call_floor: float = Field(
+        default=0.001,
+        ge=0.0,
+        le=1.0,
+        description="with tool_choice auto, below tool_call_threshold but at least this "
+        "probability, a call is drafted and made when one of its argument values is taken from "
+        "the user's last message (1: never)",
+    )
     repeat_penalty: float = Field(
         default=1.1,
         ge=1.0,

@@ -10,13 +10,20 @@ A call is sampled under a llama.cpp grammar built from a JSON schema: an object 
 the constant name of one of the allowed tools and whose `arguments` follow that tool's
 `parameters` schema (llama.cpp's converter; keywords it ignores, such as `minimum`, are not
 enforced; a schema it cannot convert, or a remote `$ref`, leaves that tool's arguments any JSON
-object). So a call is always well-formed and names an offered tool, unless cut by `max_tokens`.
-Grammars are built once per set of tools (`CallGrammars`).
+object). So a call is always well-formed and names an offered tool, unless cut by `max_tokens`;
+the strings and arrays that a tool's schema leaves unbounded are bounded to fit in the call's
+budget (`llama_bounds`: the request's `max_tokens` within the engine's `max_call_tokens`, rounded
+down to a power of two), so that a call cannot loop inside one. Grammars are built once per set
+of tools and budget (`CallGrammars`).
+
+`grounded` tells whether a drafted call takes a value from what the user asked: the engine makes
+a call that the model found only somewhat likely (under tool_choice auto) when it does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import string
 from collections import OrderedDict
@@ -38,6 +45,7 @@ __all__ = [
     "FunctionSpec",
     "ToolPlan",
     "describe_tools",
+    "grounded",
     "parse_call",
     "plan_tools",
     "template_messages",
@@ -83,6 +91,7 @@ class ToolPlan:
     offered: tuple[FunctionSpec, ...]  # described in the prompt
     forced: bool  # tool_choice any / required / a named function: a call is made
     grammar: LlamaGrammar  # a call to one of the allowed tools (all, or the named one)
+    asked: str = ""  # the text of the last user turn (what a drafted call must take a value from)
 
 
 def functions_of(tools: Sequence[dict[str, Any]] | None) -> list[FunctionSpec]:
@@ -115,9 +124,12 @@ def _named(choice: str | dict[str, Any] | None) -> str | None:
     return name if isinstance(name, str) else ""
 
 
-def plan_tools(request: ChatRequest, grammars: CallGrammars, vocab: Vocabulary) -> ToolPlan | None:
-    """How `request` uses its tools: `None` when it offers none or its tool_choice is `none`;
-    `EngineError(400)` for a named tool_choice that names none of its tools."""
+def plan_tools(
+    request: ChatRequest, grammars: CallGrammars, vocab: Vocabulary, budget: int
+) -> ToolPlan | None:
+    """How `request` uses its tools, a call taking at most `budget` tokens: `None` when it offers
+    none or its tool_choice is `none`; `EngineError(400)` for a named tool_choice that names none
+    of its tools."""
     choice = request.tool_choice
     functions = functions_of(request.tools)
     if not functions:
@@ -141,7 +153,67 @@ def plan_tools(request: ChatRequest, grammars: CallGrammars, vocab: Vocabulary) 
                 code="invalid_request",
             )
     forced = named is not None or choice in ("any", "required")
-    return ToolPlan(tuple(functions), forced, grammars.get(vocab, allowed))
+    users = [m for m in request.messages if m.get("role") == "user"]
+    asked = content_text(users[-1].get("content")) if users else ""
+    return ToolPlan(tuple(functions), forced, grammars.get(vocab, allowed, budget), asked)
+
+
+# Words that say nothing of what a call is about (a value made of them grounds no call).
+_COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "your",
+        "what",
+        "with",
+        "this",
+        "that",
+        "are",
+        "how",
+        "who",
+        "from",
+        "about",
+        "please",
+        "can",
+        "any",
+        "now",
+        "today",
+        "get",
+        "set",
+        "one",
+        "all",
+        "not",
+    ]
+)
+_WORDS = re.compile(r"\w+")
+
+
+def _leaves(value: Any) -> list[str]:
+    """The strings and numbers of a JSON value, at any depth, as text."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [str(value)]
+
+
+def grounded(arguments: str, asked: str) -> bool:
+    """Whether the call's `arguments` (JSON text) take a value from `asked`: a word of three
+    letters or more (not a common one), or a number, of one of its values is a word of `asked`."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return False
+    words = {w.lower() for w in _WORDS.findall(asked)} - _COMMON
+    for leaf in _leaves(value):
+        for word in _WORDS.findall(leaf):
+            if (len(word) >= 3 or word.isdigit()) and word.lower() in words:
+                return True
+    return False
 
 
 def describe_tools(functions: Sequence[FunctionSpec]) -> str:
@@ -281,18 +353,24 @@ class CallGrammars:
         self._grammars: OrderedDict[str, LlamaGrammar] = OrderedDict()
         self.built = 0  # how many grammars were built (for tests)
 
-    def get(self, vocab: Vocabulary, functions: Sequence[FunctionSpec]) -> LlamaGrammar:
-        """The grammar of one call to one of `functions` (built on first use)."""
-        key = "\n".join(f.schema_key() for f in functions)
+    def get(
+        self, vocab: Vocabulary, functions: Sequence[FunctionSpec], budget: int
+    ) -> LlamaGrammar:
+        """The grammar of one call to one of `functions` within `budget` tokens, rounded down to
+        a power of two (built on first use)."""
+        budget = 1 << (max(budget, 1).bit_length() - 1)
+        key = "\n".join([str(budget), *(f.schema_key() for f in functions)])
         grammar = self._grammars.get(key)
         if grammar is not None:
             self._grammars.move_to_end(key)
             return grammar
         try:
-            grammar = checked_grammar(vocab, schema_gbnf(call_schema(functions, vocab)), "tools")
+            schema = call_schema(functions, vocab)
+            grammar = checked_grammar(vocab, schema_gbnf(schema, budget), "tools")
         except Exception:  # every tool falls back to any object: a call is still well-formed
             generic = [FunctionSpec(f.name, f.description, _ANY_OBJECT) for f in functions]
-            grammar = checked_grammar(vocab, schema_gbnf(call_schema(generic, vocab)), "tools")
+            schema = call_schema(generic, vocab)
+            grammar = checked_grammar(vocab, schema_gbnf(schema, budget), "tools")
         self.built += 1
         self._grammars[key] = grammar
         if len(self._grammars) > self._size:

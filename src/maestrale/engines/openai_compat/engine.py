@@ -16,11 +16,18 @@ from maestrale.engines.types import (
     ChatResult,
     EmbeddingRequest,
     EmbeddingResult,
+    EngineError,
     FimRequest,
+    TextRequest,
 )
 
 _CHAT = "/chat/completions"
 _EMBEDDINGS = "/embeddings"
+_COMPLETIONS = "/completions"
+# The `CHAT_OPTIONS` it forwards (top_k, repetition_penalty and min_tokens as vLLM names them):
+# an upstream that cannot honour one refuses it, and its 4xx reaches the client. Not
+# prompt_logprobs, whose answer has no common shape across servers.
+OPTIONS = frozenset({"top_k", "repetition_penalty", "min_tokens", "logprobs"})
 
 
 class OpenAICompatEngine:
@@ -35,6 +42,10 @@ class OpenAICompatEngine:
     def __init__(self, config: UpstreamConfig) -> None:
         self._client = UpstreamClient(config)
         self._fim_api: wire.FimApi = config.options.fim_api
+
+    def chat_options(self) -> frozenset[str]:
+        """See `OPTIONS`."""
+        return OPTIONS
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Complete a conversation with POST /chat/completions."""
@@ -60,6 +71,27 @@ class OpenAICompatEngine:
         body = wire.fim_body(request, self._fim_api, stream=True)
         text = self._fim_api == "completions"
         return self._stream(wire.fim_path(self._fim_api), body, text=text)
+
+    async def complete(self, request: TextRequest) -> ChatResult:
+        """A raw text completion with the classic POST /completions (`fim_api = "completions"`,
+        the default; an upstream of the Mistral dialect has none: 400)."""
+        self._check_completions()
+        answer = await self._client.post_json(_COMPLETIONS, wire.text_body(request, stream=False))
+        return wire.parse_text_result(answer)
+
+    def complete_stream(self, request: TextRequest) -> AsyncGenerator[ChatChunk, None]:
+        """Stream a raw text completion; the last chunk carries the usage."""
+        self._check_completions()
+        return self._stream(_COMPLETIONS, wire.text_body(request, stream=True), text=True)
+
+    def _check_completions(self) -> None:
+        if self._fim_api == "mistral":
+            raise EngineError(
+                400,
+                "this model's upstream speaks the Mistral dialect, which has no raw text "
+                "completion (/completions)",
+                code="unsupported_parameter",
+            )
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResult:
         """Embed the inputs with POST /embeddings; vectors come back in input order."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from maestrale.engines.openai_compat.wire import (
+    chat_logprobs,
     finish_reason,
     invalid_response,
     loads,
     message_in,
     parse_usage,
+    text_logprobs,
 )
 from maestrale.engines.types import ChatChunk, EngineError, Message, Usage
 
@@ -117,8 +119,11 @@ class ChunkAssembler:
             delta = {"role": "assistant", **delta}
             delta.setdefault("content", "")
         reason = choice.get("finish_reason")
+        raw_logprobs = choice.get("logprobs")
+        logprobs = text_logprobs(raw_logprobs) if self._text else chat_logprobs(raw_logprobs)
         return ChatChunk(
             index=index,
             delta=delta,
             finish_reason=None if reason is None else finish_reason(reason),
+            logprobs=logprobs,
         )

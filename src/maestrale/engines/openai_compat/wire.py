@@ -16,6 +16,8 @@ from maestrale.engines.types import (
     EngineError,
     FimRequest,
     Message,
+    TextRequest,
+    TokenLogprob,
     Usage,
 )
 
@@ -88,8 +90,81 @@ def chat_body(request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         body["n"] = request.n
     _put(body, "presence_penalty", request.presence_penalty)
     _put(body, "frequency_penalty", request.frequency_penalty)
+    # vLLM's sampling extras (an upstream that does not take them refuses them: its 4xx).
+    _put(body, "top_k", request.top_k)
+    _put(body, "repetition_penalty", request.repetition_penalty)
+    _put(body, "min_tokens", request.min_tokens)
+    if request.logprobs is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = request.logprobs
     _stream(body, stream, usage_option=True)
     return body
+
+
+def text_body(request: TextRequest, *, stream: bool) -> dict[str, Any]:
+    """The classic /completions body of a raw text completion."""
+    body: dict[str, Any] = {"model": request.model, "prompt": request.prompt}
+    _put(body, "max_tokens", request.max_tokens)
+    if request.stop:
+        body["stop"] = request.stop
+    _put(body, "temperature", request.temperature)
+    _put(body, "top_p", request.top_p)
+    _put(body, "seed", request.random_seed)
+    if request.n != 1:
+        body["n"] = request.n
+    _put(body, "presence_penalty", request.presence_penalty)
+    _put(body, "frequency_penalty", request.frequency_penalty)
+    _put(body, "logprobs", request.logprobs)
+    _stream(body, stream, usage_option=True)
+    return body
+
+
+def _token(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("token"), str):
+        return None
+    return _entry(raw["token"], raw.get("logprob"), raw.get("bytes"), raw.get("token_id"))
+
+
+def _entry(token: str, logprob: Any, found: Any = None, token_id: Any = None) -> dict[str, Any]:
+    return {
+        "token": token,
+        "logprob": float(logprob) if isinstance(logprob, int | float) else 0.0,
+        "bytes": found if isinstance(found, list) else list(token.encode()),
+        # OpenAI's answers carry no token ids: -1 says the upstream did not tell.
+        "token_id": token_id if isinstance(token_id, int) else -1,
+    }
+
+
+def chat_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    """The token log-probabilities of an upstream chat choice (`logprobs.content`), if any."""
+    content = raw.get("content") if isinstance(raw, dict) else None
+    if not isinstance(content, list):
+        return None
+    out = []
+    for item in content:
+        entry = _token(item)
+        if entry is None:
+            raise invalid_response("a `logprobs.content` entry without its token")
+        tops = item.get("top_logprobs")
+        alternatives = [t for t in map(_token, tops if isinstance(tops, list) else []) if t]
+        out.append({**entry, "top_logprobs": alternatives})
+    return out
+
+
+def text_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    """The token log-probabilities of a classic completion choice (tokens, token_logprobs,
+    top_logprobs as {token: logprob}) in the chat shape."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("tokens"), list):
+        return None
+    logprobs = raw.get("token_logprobs") or []
+    tops = raw.get("top_logprobs") or []
+    out = []
+    for i, token in enumerate(raw["tokens"]):
+        value = logprobs[i] if i < len(logprobs) else None
+        alternatives = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
+        top = [_entry(str(t), v) for t, v in alternatives.items()]
+        out.append({**_entry(str(token), value), "top_logprobs": top})
+    return out
 
 
 def fim_path(api: FimApi) -> str:
@@ -182,6 +257,7 @@ def parse_chat_result(answer: Any) -> ChatResult:
             index=_index(choice, i),
             message=message_of(choice.get("message")),
             finish_reason=finish_reason(choice.get("finish_reason")),
+            logprobs=chat_logprobs(choice.get("logprobs")),
         )
         for i, choice in enumerate(_choices(answer))
     ]
@@ -198,7 +274,12 @@ def parse_text_result(answer: Any) -> ChatResult:
             raise invalid_response("a choice without text")
         message: Message = {"role": "assistant", "content": text, "tool_calls": None}
         reason = finish_reason(choice.get("finish_reason"))
-        choices.append(Choice(index=_index(choice, i), message=message, finish_reason=reason))
+        logprobs = text_logprobs(choice.get("logprobs"))
+        choices.append(
+            Choice(
+                index=_index(choice, i), message=message, finish_reason=reason, logprobs=logprobs
+            )
+        )
     choices.sort(key=lambda choice: choice.index)
     return ChatResult(choices=choices, usage=parse_usage(answer.get("usage")) or Usage())
 

@@ -25,6 +25,7 @@ from maestrale.core.sizes import declared_length
 from maestrale.files.download import content_disposition
 from maestrale.libraries.access import EDITOR
 from maestrale.libraries.documents import links, text
+from maestrale.libraries.documents.early_text import read_at_upload, upload_text_key
 from maestrale.libraries.documents.schemas import (
     DocumentList,
     DocumentOut,
@@ -114,7 +115,10 @@ async def upload_document(
     """Upload a document (multipart, its `file` part) into the library; it is then processed
     in the background (`process_status` todo, in_progress, then done or error). Needs the
     Editor role. The body is streamed to storage, no transaction open meanwhile; a document
-    over the limit (`library_max_document_bytes`) is refused with 413 and nothing is kept."""
+    over the limit (`library_max_document_bytes`) is refused with 413 and nothing is kept.
+    The text of a text, Markdown, HTML or JSON document up to `library_upload_text_max_bytes`
+    (1 MiB) is read during the upload: `text_content` answers at once; other documents have
+    their text once processed."""
     service = _service(work, principal, db)
     library = await service.library(library_id, EDITOR)
     document_id = new_id()
@@ -135,9 +139,13 @@ async def upload_document(
     except ClientDisconnect as exc:
         raise BadRequest("the client went away during the upload", code="client_gone") from exc
     try:
-        row = await service.record(library.id, document_id, received)
+        text_key = await read_at_upload(
+            blobs, settings, library.workspace_id, library.id, document_id, received
+        )
+        row = await service.record(library.id, document_id, received, text_key)
     except BaseException:
         await blobs.delete(key)
+        await blobs.delete(upload_text_key(library.workspace_id, library.id, document_id))
         raise
     return await service.one(row)
 

@@ -149,10 +149,11 @@ class DocumentService:
         )
 
     async def record(
-        self, library_id: str, document_id: str, received: Received
+        self, library_id: str, document_id: str, received: Received, text_key: str | None = None
     ) -> LibraryDocument:
-        """The document of a stored upload, counted in its library, its processing enqueued.
-        The caller's role is checked again: the upload ran outside any transaction."""
+        """The document of a stored upload, counted in its library, its processing enqueued;
+        `text_key`, the text read during the upload, if any. The caller's role is checked
+        again: the upload ran outside any transaction."""
         library = await self.library(library_id, EDITOR)
         if not await self.libraries.repo.count_documents(library.id, 1, received.size):
             raise LibraryNotFound(library_id)
@@ -171,6 +172,7 @@ class DocumentService:
             process_status=states.TODO,
             processing_status=states.LABELS[states.TODO],
             generation=1,
+            text_key=text_key,
             tokens_processing_total=0,
             uploaded_by_id=self.tenant.user_id or self.tenant.workspace_id,
             uploaded_by_type="User" if self.tenant.user_id else "Workspace",

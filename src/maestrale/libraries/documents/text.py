@@ -1,5 +1,6 @@
-"""The extracted text of a processed document: a blob holding the JSON list of its pages'
-texts, written by the processing job and read by `text_content` and the extracted-text link."""
+"""The extracted text of a document: a blob holding the JSON list of its pages' texts, written
+by the processing job (or during the upload, see `early_text`) and read by `text_content` and
+the extracted-text link."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from collections.abc import AsyncIterator, Sequence
 import orjson
 
 from maestrale.core.blobs import BlobStore
-from maestrale.libraries.documents import states
 from maestrale.libraries.errors import DocumentNotProcessed, InvalidDocumentQuery
 from maestrale.libraries.tables import LibraryDocument
 
@@ -41,8 +41,9 @@ async def store_pages(blobs: BlobStore, key: str, pages: Sequence[str]) -> None:
 
 def check_processed(document: LibraryDocument) -> str:
     """The key of the document's extracted text; 409 if it has none (not processed yet, or
-    processing failed)."""
-    if document.process_status != states.DONE or document.text_key is None:
+    processing failed). A text document small enough has its text from the upload on, before
+    its processing (`early_text`)."""
+    if document.text_key is None:
         raise DocumentNotProcessed(
             f"document {document.id} has no extracted text: its processing is "
             f"{document.process_status} ({document.processing_status})",

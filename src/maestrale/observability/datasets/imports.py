@@ -8,7 +8,7 @@ dataset."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from maestrale.core.blobs import BlobStore
 from maestrale.core.errors import NotFound
@@ -129,6 +129,15 @@ class DatasetImports:
         dataset = await self.datasets.get(dataset_id)
         campaign = await campaigns.get(campaign_id)
         return await self._start(dataset.id, creator_id, "campaign", {"campaign_id": campaign.id})
+
+    async def from_spans(self, dataset_id: str) -> NoReturn:
+        """Spans are not stored yet: the request is refused, after the dataset is found."""
+        dataset = await self.datasets.get(dataset_id)
+        raise ObservabilityError(
+            f"cannot import spans into dataset {dataset.id!r}: spans are not stored yet"
+            " (issue 36), so no span can be found to import",
+            "FEATURE_NOT_SUPPORTED",
+        )
 
     async def task(self, dataset_id: str, task_id: str) -> DatasetImportTask:
         await self.datasets.get(dataset_id)

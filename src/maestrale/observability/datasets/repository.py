@@ -9,13 +9,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, and_, desc, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.conversations.tables import Conversation, ConversationEntry
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.repository import WorkspaceRepository
+from maestrale.observability.datasets.slugs import free_slug, slug_of
 from maestrale.observability.datasets.tables import Dataset, DatasetImportTask, DatasetRecord
+
+_SLUG_ATTEMPTS = 5
 
 
 class DatasetRepository(WorkspaceRepository[Dataset]):
@@ -27,6 +31,31 @@ class DatasetRepository(WorkspaceRepository[Dataset]):
     async def alive_by_id(self, dataset_id: str) -> Dataset | None:
         found = await self.list(self.alive().where(Dataset.id == dataset_id))
         return found[0] if found else None
+
+    async def slugs_from(self, base: str) -> set[str]:
+        """The workspace's slugs (deleted datasets' too) that are `base` or `base-…`."""
+        stmt = select(Dataset.slug).where(
+            Dataset.workspace_id == self.tenant.workspace_id,
+            or_(Dataset.slug == base, Dataset.slug.startswith(f"{base}-", autoescape=True)),
+        )
+        return set((await self.session.execute(stmt)).scalars())
+
+    async def add_with_slug(self, row: Dataset) -> Dataset:
+        """Insert `row` with the first free slug of its name; a slug another request took
+        meanwhile (the unique constraint) makes it take the next."""
+        base = slug_of(row.name)
+        attempt = 0
+        while True:
+            row.slug = free_slug(base, await self.slugs_from(base))
+            try:
+                async with self.session.begin_nested():
+                    return await self.add(row)
+            except IntegrityError:
+                attempt += 1
+                if attempt == _SLUG_ATTEMPTS:
+                    raise
+                if row in self.session:
+                    self.session.expunge(row)
 
     async def page(self, q: str | None, offset: int, limit: int) -> tuple[list[Dataset], int]:
         """A page of the live datasets, newest first, and their total."""
@@ -165,12 +194,20 @@ class ImportTaskRepository(WorkspaceRepository[DatasetImportTask]):
         return task, dataset is not None
 
     async def finish(
-        self, task_id: str, status: str, message: str, progress: int | None = None
+        self,
+        task_id: str,
+        status: str,
+        message: str,
+        progress: int | None = None,
+        result: dict[str, int] | None = None,
     ) -> None:
-        """End a RUNNING task with its status and message (an ended task stays as it is)."""
+        """End a RUNNING task with its status, message and counts (an ended task stays as it
+        is)."""
         values: dict[str, Any] = {"status": status, "message": message, "updated_at": utcnow()}
         if progress is not None:
             values["progress"] = progress
+        if result is not None:
+            values["result"] = result
         await self._update_running(task_id, values)
 
     async def progress(self, task_id: str, progress: int) -> None:

@@ -32,6 +32,7 @@ from maestrale.observability.datasets.schemas import (
     ImportFromExplorer,
     ImportFromFile,
     ImportFromPlayground,
+    ImportFromSpans,
     RecordCreate,
     RecordList,
     RecordOut,
@@ -132,9 +133,10 @@ async def list_records(
 
 @router.post("/datasets/{dataset_id}/records", status_code=201)
 async def create_record(dataset_id: str, body: RecordCreate, datasets: Datasets) -> RecordOut:
-    """Add a record to the dataset: a conversation payload (`{"messages": [...]}`) and free
-    properties."""
-    row = await datasets.add_record(dataset_id, body.payload, body.properties)
+    """Add a record to the dataset: a conversation payload (`{"messages": [...]}`), free
+    properties and the channel the caller declares (`source`: `DIRECT_INPUT`, the default, or
+    `TELEMETRY_SPAN`)."""
+    row = await datasets.add_record(dataset_id, body.payload, body.properties, body.source)
     return RecordOut.model_validate(row)
 
 
@@ -241,6 +243,16 @@ async def import_dataset(
     """Copy records (of any dataset of the workspace) by id, payload, properties and source."""
     task = await imports.from_dataset(dataset_id, body.dataset_record_ids, _creator(principal))
     return DatasetImportTaskOut.model_validate(task)
+
+
+@router.post("/datasets/{dataset_id}/imports/from-spans", status_code=202)
+async def import_spans(
+    dataset_id: str, body: ImportFromSpans, imports: Imports
+) -> DatasetImportTaskOut:
+    """Import telemetry spans (by trace and span id) through a mapping of their attributes.
+    Spans are not stored yet (issue 36): a dataset of the workspace answers 400
+    `FEATURE_NOT_SUPPORTED` saying so, and nothing is imported."""
+    await imports.from_spans(dataset_id)
 
 
 @router.get("/datasets/{dataset_id}/tasks")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -25,14 +25,18 @@ class DatasetOut(BaseModel):
     updated_at: datetime
     deleted_at: datetime | None
     name: str
+    slug: str
     description: str
     owner_id: str
     workspace_id: str
 
 
 class RecordCreate(BaseModel):
+    """`CreateDatasetRecordRequest`; `source` (3.x) is the channel the caller declares."""
+
     payload: dict[str, Any]
     properties: dict[str, Any] = Field(default_factory=dict)
+    source: Literal["DIRECT_INPUT", "TELEMETRY_SPAN"] = "DIRECT_INPUT"
 
 
 class RecordPayload(BaseModel):
@@ -85,6 +89,14 @@ class ImportFromCampaign(BaseModel):
     campaign_id: str = Field(min_length=1, max_length=200)
 
 
+class ImportResult(BaseModel):
+    """`DatasetImportResult`: the counts of a completed import."""
+
+    requested_record_count: int
+    imported_record_count: int
+    skipped_record_count: int
+
+
 class DatasetImportTaskOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     id: str
@@ -97,6 +109,7 @@ class DatasetImportTaskOut(BaseModel):
     status: str
     progress: int | None
     message: str | None
+    result: ImportResult | None = None
 
 
 Ids = list[Annotated[str, StringConstraints(min_length=1, max_length=200)]]
@@ -131,3 +144,38 @@ class DatasetImportTaskList(BaseModel):
 
 class DatasetExport(BaseModel):
     file_url: str
+
+
+class SpanReference(BaseModel):
+    """`TelemetrySpanReference`."""
+
+    trace_id: str = Field(min_length=1, max_length=200)
+    span_id: str = Field(min_length=1, max_length=200)
+
+
+class SpanSource(BaseModel):
+    """`SpanDatasetSourceReference`."""
+
+    namespace: Literal["span_attributes", "resource_attributes"]
+    key: str = Field(min_length=1, max_length=500)
+
+
+class SpanMapping(BaseModel):
+    """`SpanDatasetMapping`."""
+
+    target_field: str = Field(min_length=1, max_length=500)
+    source_field: SpanSource
+
+
+class SpanMappingContract(BaseModel):
+    """`SpanDatasetMappingContract` (version 1)."""
+
+    mappings: list[SpanMapping] = Field(max_length=1000)
+    version: Literal[1] = 1
+
+
+class ImportFromSpans(BaseModel):
+    """`ImportDatasetFromSpansRequest`."""
+
+    span_references: list[SpanReference] = Field(min_length=1, max_length=10_000)
+    mapping_contract: SpanMappingContract

@@ -35,7 +35,8 @@ class DatasetService:
         self.records = records
 
     async def create(self, name: str, description: str, owner_id: str) -> Dataset:
-        return await self.datasets.add(
+        """A new dataset, its slug made from its name (unique in the workspace)."""
+        return await self.datasets.add_with_slug(
             Dataset(id=new_id(), name=name, description=description, owner_id=owner_id)
         )
 
@@ -69,7 +70,11 @@ class DatasetService:
         await self.datasets.flush()
 
     async def add_record(
-        self, dataset_id: str, payload: dict[str, Any], properties: dict[str, Any]
+        self,
+        dataset_id: str,
+        payload: dict[str, Any],
+        properties: dict[str, Any],
+        source: str = "DIRECT_INPUT",
     ) -> DatasetRecord:
         dataset = await self.get(dataset_id)
         return await self.records.add(
@@ -78,7 +83,7 @@ class DatasetService:
                 dataset_id=dataset.id,
                 payload=check_payload(payload),
                 properties=properties,
-                source="DIRECT_INPUT",
+                source=source,
             )
         )
 

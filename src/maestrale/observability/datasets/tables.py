@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from maestrale.core.clock import utcnow
@@ -17,9 +17,14 @@ class Dataset(WorkspaceScoped, Base):
     """A named collection of conversations; deleting it only sets `deleted_at`."""
 
     __tablename__ = "observability_datasets"
-    __table_args__ = (Index("ix_obs_datasets_ws_created", "workspace_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_obs_datasets_ws_created", "workspace_id", "created_at", "id"),
+        UniqueConstraint("workspace_id", "slug", name="uq_observability_datasets_ws_slug"),
+    )
 
     name: Mapped[str] = mapped_column(String(500))
+    # Unique in the workspace, deleted datasets included; kept when the dataset is renamed.
+    slug: Mapped[str] = mapped_column(String(120))
     description: Mapped[str] = mapped_column(Text, default="")
     owner_id: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -57,6 +62,8 @@ class DatasetImportTask(WorkspaceScoped, Base):
     status: Mapped[str] = mapped_column(String(20))
     progress: Mapped[int | None] = mapped_column(Integer, default=None)
     message: Mapped[str | None] = mapped_column(Text, default=None)
+    # The counts of a completed import: requested, imported and skipped records.
+    result: Mapped[dict[str, int] | None] = mapped_column(JSONDoc, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -4,8 +4,9 @@ Each batch of records is inserted in one transaction together with the task's pr
 record's id is derived from the task and the item's key (uuid5), and ids already present are
 not inserted again: a worker killed mid-import resumes on retry, recomputes the same records and
 writes only the missing ones, so no record is ever duplicated. The task ends COMPLETED (its
-message counts the records and the skipped items, by reason), FAILED (the source could not be
-imported, or the last attempt failed) or CANCELED (the dataset was deleted meanwhile).
+message counts the records and the skipped items, by reason, and its `result` the requested,
+imported and skipped ones), FAILED (the source could not be imported, or the last attempt
+failed) or CANCELED (the dataset was deleted meanwhile).
 
 The job opens its own short sessions: one to check the task, one per batch to write it; a source
 reads with its own (or reads a file's blob with none open)."""
@@ -68,13 +69,19 @@ class DatasetImportTasks:
             raise
 
     async def _finish(
-        self, db: Database, task_id: str, status: str, message: str, progress: int | None = None
+        self,
+        db: Database,
+        task_id: str,
+        status: str,
+        message: str,
+        progress: int | None = None,
+        result: dict[str, int] | None = None,
     ) -> None:
         async with db.transaction() as work:
             tenant = await import_task_tenant(work.session, task_id)
             if tenant is not None:
                 tasks = ImportTaskRepository(work.session, tenant)
-                await tasks.finish(task_id, status, message, progress)
+                await tasks.finish(task_id, status, message, progress, result)
 
     async def _alive(self, db: Database, task_id: str) -> DatasetImportTask | None:
         """The task if it is still running and its dataset alive (else it is ended)."""
@@ -106,7 +113,12 @@ class DatasetImportTasks:
             done += len(batch)
             skipped.update(i.skipped or "" for i in batch if i.payload is None)
         message = summary(imported, skipped)
-        await self._finish(ctx.db, task_id, "COMPLETED", message, progress=100)
+        counts = {
+            "requested_record_count": done,
+            "imported_record_count": imported,
+            "skipped_record_count": sum(skipped.values()),
+        }
+        await self._finish(ctx.db, task_id, "COMPLETED", message, progress=100, result=counts)
         return {"status": "COMPLETED", "imported": imported, "skipped": sum(skipped.values())}
 
     async def _write(

@@ -25,9 +25,12 @@ async def execute_workflow_registration(
 
 
 @router.get("/executions/{execution_id}", response_model=ExecutionOut)
-async def get_workflow_execution(execution_id: str, service: Executions) -> ExecutionOut:
-    """An execution: its status (Temporal's, refreshed), and its result once it completed."""
-    return await service.get(execution_id)
+async def get_workflow_execution(
+    execution_id: str, service: Executions, include_search_keys: bool = False
+) -> ExecutionOut:
+    """An execution: its status (Temporal's, refreshed), its result once it completed, and
+    with `include_search_keys` its search attributes (`search_keys`)."""
+    return await service.get(execution_id, include_search_keys)
 
 
 @router.post("/{workflow_identifier}/execute", response_model=ExecutionOut)

@@ -17,8 +17,9 @@ Status = Literal[
 
 
 class ExecutionRequest(BaseModel):
-    """`WorkflowExecutionRequest`; unknown fields (`force_new_trace`, `traceparent`, ...) are
-    accepted and ignored."""
+    """`WorkflowExecutionRequest`; unknown fields are accepted and ignored. `force_new_trace`
+    and `traceparent` (3.x) are accepted: no trace context is handed to the worker here (the
+    start payload carries none), so neither changes the execution."""
 
     execution_id: str | None = Field(
         default=None, min_length=1, max_length=256, pattern=EXECUTION_ID
@@ -31,6 +32,7 @@ class ExecutionRequest(BaseModel):
     task_queue: str | None = Field(default=None, min_length=1, max_length=200)
     deployment_name: str | None = Field(default=None, min_length=1, max_length=200)
     force_new_trace: bool = False
+    traceparent: str | None = Field(default=None, max_length=512)
 
 
 class ExecutionSummary(BaseModel):
@@ -72,9 +74,11 @@ class ExecutionSummary(BaseModel):
 
 
 class ExecutionOut(ExecutionSummary):
-    """`WorkflowExecutionResponse`: the run, with its result once it completed."""
+    """`WorkflowExecutionResponse`: the run, with its result once it completed, and its search
+    keys when asked for (`include_search_keys`, 3.x)."""
 
     result: Any = None
+    search_keys: dict[str, str | None] | None = None
 
     @classmethod
     def of(cls, row: Execution) -> Self:

@@ -167,12 +167,21 @@ class ExecutionService:
             raise not_found(f"execution {execution_id!r}")
         return row
 
-    async def get(self, execution_id: str) -> ExecutionOut:
-        """The execution, its state refreshed from Temporal unless it is known closed."""
+    async def get(self, execution_id: str, include_search_keys: bool = False) -> ExecutionOut:
+        """The execution, its state refreshed from Temporal unless it is known closed; with
+        `include_search_keys`, its latest run's search attributes, as Temporal has them
+        (null once Temporal no longer has the execution)."""
         row = await self.row(execution_id)
-        if row.status in ExecutionStatus.CLOSED:
-            return ExecutionOut.of(row)
-        return ExecutionOut.of(await self.refresh(row))
+        if row.status not in ExecutionStatus.CLOSED:
+            row = await self.refresh(row)
+        out = ExecutionOut.of(row)
+        if include_search_keys:
+            try:
+                out.search_keys = (await self.engine.describe(execution_id)).search_keys
+            except WorkflowError as exc:
+                if exc.status_code != 404:
+                    raise
+        return out
 
     async def refresh(self, row: Execution) -> Execution:
         """Ask Temporal for `row`'s state (the transaction ends first), then write it back."""

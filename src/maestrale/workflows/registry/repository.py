@@ -143,6 +143,15 @@ class RegistryRepository:
         stmt = sa.select(Deployment).where(self._scoped(Deployment), Deployment.name == name)
         return (await self.session.execute(stmt)).scalar_one_or_none()
 
+    async def deployment_by_id_or_name(self, identifier: str) -> Deployment | None:
+        if not is_uuid(identifier):
+            return await self.deployment(identifier)
+        stmt = sa.select(Deployment).where(
+            self._scoped(Deployment),
+            sa.or_(Deployment.id == identifier, Deployment.name == identifier),
+        )
+        return (await self.session.execute(stmt)).scalars().first()
+
     async def ensure_deployment(self, name: str, location: dict[str, Any] | None) -> Deployment:
         await self._insert_ignore(Deployment, ["workspace_id", "name"], name=name)
         row = await self.deployment(name)

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import NoReturn
 
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import BadRequest
-from maestrale.workflows.errors import not_found
+from maestrale.workflows.errors import CONFLICT, INVALID, NOT_FOUND, WorkflowError, not_found
 from maestrale.workflows.registry.repository import RegistryRepository
 from maestrale.workflows.registry.schemas import (
+    MAX_TAGS,
     BulkArchived,
     BulkError,
     BulkUnarchived,
     DeploymentDetail,
     DeploymentList,
     DeploymentOut,
+    DeploymentQuery,
     RegistrationGet,
     RegistrationList,
     RegistrationOut,
     RegistrationWithStatus,
+    WorkerList,
     WorkerOut,
     WorkflowBasic,
     WorkflowGet,
@@ -116,6 +120,21 @@ class RegistryService:
         await self.repo.session.flush()
         return WorkflowOne(workflow=WorkflowOut.of(row))
 
+    async def add_tags(self, identifier: str, tags: list[str]) -> None:
+        """Add tags to a workflow's, keeping the existing ones first (a tag it has is not
+        added twice)."""
+        row = await self.workflow(identifier)
+        merged = list(dict.fromkeys([*(row.tags or []), *tags]))
+        if len(merged) > MAX_TAGS:
+            raise WorkflowError(
+                f"workflow {row.name!r} would have {len(merged)} tags: at most {MAX_TAGS}",
+                INVALID,
+            )
+        if merged != row.tags:
+            row.tags = merged
+            row.updated_at = utcnow()
+            await self.repo.session.flush()
+
     async def set_archived(self, identifier: str, archived: bool) -> WorkflowOne:
         row = await self.workflow(identifier)
         row.archived = archived
@@ -152,12 +171,17 @@ class RegistryService:
         with_workflow: bool,
         workflow_search: str | None,
         archived: bool | None,
+        workflow_name: str | None = None,
     ) -> RegistrationList:
         offset = parse_cursor(cursor)
-        workflow_ids = None
-        if workflow_id is not None:
-            workflow = await self.repo.workflow(workflow_id)
-            workflow_ids = [workflow.id] if workflow is not None else []
+        workflow_ids: list[str] | None = None
+        for identifier in (workflow_id, workflow_name):
+            if identifier is not None:
+                workflow = await self.repo.workflow(identifier)
+                found = [workflow.id] if workflow is not None else []
+                workflow_ids = (
+                    found if workflow_ids is None else [i for i in workflow_ids if i in found]
+                )
         pairs = await self.repo.registrations(
             workflow_ids=workflow_ids, deployment_name=deployment_name
         )
@@ -214,41 +238,103 @@ class RegistryService:
             )
         return workers
 
-    async def list_deployments(
-        self,
-        *,
-        cursor: str | None,
-        limit: int,
-        active_only: bool,
-        workflow_name: str | None,
-        search: str | None,
-    ) -> DeploymentList:
-        offset = parse_cursor(cursor)
+    def check_workspace(self, workspace_id: str | None) -> None:
+        """A `workspace_id` parameter names the caller's workspace (a key is bound to one):
+        another is not found."""
+        if workspace_id is not None and workspace_id != self.repo.tenant.workspace_id:
+            raise not_found(f"workspace {workspace_id!r}")
+
+    async def _serving(self, workflow_name: str) -> set[str]:
+        """The ids of the deployments that have a registration of the workflow."""
+        workflow = await self.repo.workflow(workflow_name)
+        if workflow is None:
+            return set()
+        return {d.id for _, d in await self.repo.registrations(workflow_ids=[workflow.id])}
+
+    async def list_deployments(self, query: DeploymentQuery) -> DeploymentList:
+        """The deployments, filtered, ordered as the platform does: by `order_by` alone when
+        given, else the active ones first, each group by creation (`order`, newest first by
+        default). Filters on what no deployment here has (a creator or owner, hardening, a
+        managed build's repository or Dockerfile) match none."""
+        offset = parse_cursor(query.cursor)
         deployments = await self.repo.deployments()
-        if search:
-            deployments = [d for d in deployments if search.lower() in d.name.lower()]
-        if workflow_name is not None:
-            workflow = await self.repo.workflow(workflow_name)
-            serving: set[str] = set()
-            if workflow is not None:
-                pairs = await self.repo.registrations(workflow_ids=[workflow.id])
-                serving = {d.id for _, d in pairs}
+        if query.search:
+            needle = query.search.lower()
+            deployments = [
+                d for d in deployments if needle in d.name.lower() or d.id.startswith(needle)
+            ]
+        if query.workflow_name is not None:
+            serving = await self._serving(query.workflow_name)
             deployments = [d for d in deployments if d.id in serving]
+        if query.matches_nothing():
+            deployments = []
         workers = await self._workers(deployments)
         out = [DeploymentOut.of(d, workers[d.id]) for d in deployments]
-        if active_only:
+        if query.active_only:
             out = [d for d in out if d.is_active]
-        page = out[offset : offset + limit]
+        if query.location_types:
+            wanted = set(query.location_types)
+            out = [d for d in out if wanted.intersection(d.locations)]
+        descending = query.order == "desc"
+        if query.order_by is not None:
+            field = query.order_by
+            out.sort(key=lambda d: (getattr(d, field), d.id), reverse=descending)
+        else:
+            out.sort(key=lambda d: (d.created_at, d.id), reverse=descending)
+            out.sort(key=lambda d: not d.is_active)  # stable: active first, order kept
+        page = out[offset : offset + query.limit]
         return DeploymentList(
             deployments=page,
-            next_cursor=next_cursor(offset, limit, len(page)),
+            next_cursor=next_cursor(offset, query.limit, len(page)),
             workspace_id=self.repo.tenant.workspace_id,
         )
 
-    async def get_deployment(self, name: str) -> DeploymentDetail:
+    async def deployment(self, name: str) -> Deployment:
         deployment = await self.repo.deployment(name)
         if deployment is None:
             raise not_found(f"deployment {name!r}")
+        return deployment
+
+    async def get_deployment(self, name: str, workflow_name: str | None = None) -> DeploymentDetail:
+        """A deployment and its workers; with `workflow_name`, active only while it serves
+        that workflow (has a registration of it) with a live worker."""
+        deployment = await self.deployment(name)
         workers = (await self._workers([deployment]))[deployment.id]
         base = DeploymentOut.of(deployment, workers)
+        if workflow_name is not None and deployment.id not in await self._serving(workflow_name):
+            base.is_active = False
         return DeploymentDetail(**base.model_dump(), workers=workers)
+
+    async def list_workers(
+        self, name: str, status: str | None, cursor: str | None, limit: int
+    ) -> WorkerList:
+        """A deployment's workers by name, the active or inactive ones only if asked."""
+        offset = parse_cursor(cursor)
+        deployment = await self.deployment(name)
+        workers = (await self._workers([deployment]))[deployment.id]
+        if status is not None:
+            workers = [w for w in workers if w.is_active == (status == "active")]
+        page = workers[offset : offset + limit]
+        return WorkerList(workers=page, next_cursor=next_cursor(offset, limit, len(page)))
+
+    async def archive(self, name: str) -> NoReturn:
+        """The archive a managed deployment builds from: none here, and said so."""
+        deployment = await self.deployment(name)
+        raise WorkflowError(
+            f"deployment {deployment.name!r} has no archive: it is self-hosted (its workers"
+            " registered it), and this server builds no deployment from an uploaded archive",
+            NOT_FOUND,
+            status_code=404,
+        )
+
+    async def unharden(self, identifier: str) -> NoReturn:
+        """Unharden a deployment (by id or name): none is hardened here, and said so."""
+        deployment = await self.repo.deployment_by_id_or_name(identifier)
+        if deployment is None:
+            raise not_found(f"deployment {identifier!r}")
+        raise WorkflowError(
+            f"deployment {deployment.name!r} is not hardened: this server hardens no"
+            " deployment (any key of the workspace may register its workers)",
+            CONFLICT,
+            status_code=409,
+        )

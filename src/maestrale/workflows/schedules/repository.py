@@ -25,8 +25,10 @@ class ScheduleRepository(WorkspaceRepository[Schedule]):
         limit: int,
         workflow_name: str | None,
         user_id: str | None,
+        search: str | None = None,
     ) -> list[Schedule]:
-        """The workspace's schedules by id, after `after`."""
+        """The workspace's schedules by id, after `after`; `search` keeps those of the
+        workflows whose name starts with it (case-insensitive)."""
         stmt = self.select().order_by(Schedule.id).limit(limit)
         if after is not None:
             stmt = stmt.where(Schedule.id > after)
@@ -37,4 +39,10 @@ class ScheduleRepository(WorkspaceRepository[Schedule]):
                 Workflow.workspace_id == self.tenant.workspace_id, Workflow.name == workflow_name
             )
             stmt = stmt.where(Schedule.workflow_id.in_(named))
+        if search:
+            prefix = Workflow.name.istartswith(search, autoescape=True)
+            matching = sa.select(Workflow.id).where(
+                Workflow.workspace_id == self.tenant.workspace_id, prefix
+            )
+            stmt = stmt.where(Schedule.workflow_id.in_(matching))
         return await self.list(stmt)

@@ -39,17 +39,20 @@ async def get_schedules(
     workflow_name: Annotated[str | None, Query(max_length=128)] = None,
     user_id: Annotated[str | None, Query(max_length=64)] = None,
     status: Literal["active", "paused"] | None = None,
+    search: Annotated[str | None, Query(max_length=128)] = None,
     page_size: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
     next_page_token: Annotated[str | None, Query(max_length=400)] = None,
 ) -> ScheduleList:
     """The workspace's schedules, as Temporal describes them; filtered by workflow, by creator
-    (`current`: the caller) and by state. Pages of `page_size` (100 when not given)."""
+    (`current`: the caller), by state and by a prefix of the workflow's name (`search`). Pages
+    of `page_size` (100 when not given)."""
     return await service.list(
         workflow_name=workflow_name,
         user_id=user_id,
         status=status,
         page_size=page_size,
         token=next_page_token,
+        search=search,
     )
 
 

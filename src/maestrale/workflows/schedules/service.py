@@ -164,9 +164,11 @@ class ScheduleService:
         status: str | None,
         page_size: int | None,
         token: str | None,
+        search: str | None = None,
     ) -> ScheduleList:
         """A page of the workspace's schedules by id, each described by Temporal (one it no
-        longer has is left out); `status` keeps the `active` or the `paused` ones."""
+        longer has is left out); `status` keeps the `active` or the `paused` ones, `search`
+        those of the workflows whose name starts with it."""
         size = page_size or MAX_PAGE
         after = _after(token) if token else None
         if user_id == "current":
@@ -176,7 +178,11 @@ class ScheduleService:
         gate = asyncio.Semaphore(_PARALLEL)
         while len(out) < size and not exhausted:
             rows = await self.schedules.page(
-                after=after, limit=size, workflow_name=workflow_name, user_id=user_id
+                after=after,
+                limit=size,
+                workflow_name=workflow_name,
+                user_id=user_id,
+                search=search,
             )
             exhausted = len(rows) < size
             described = await asyncio.gather(*(self._describe(row, gate) for row in rows))

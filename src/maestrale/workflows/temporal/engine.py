@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,6 +54,18 @@ _CLOSE_EVENTS = {
 }
 
 
+def _search_value(value: Any) -> str | None:
+    """A search attribute's value as the platform's text: a time in ISO 8601, a keyword list
+    joined by commas."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Described:
     """What Temporal says of an execution's latest run."""
@@ -65,6 +77,8 @@ class Described:
     task_queue: str | None
     workflow_type: str | None
     parent_id: str | None
+    # The run's search attributes (set by its worker, `upsert_search_attributes`), as text.
+    search_keys: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +204,10 @@ class TemporalEngine:
             task_queue=described.task_queue,
             workflow_type=described.workflow_type,
             parent_id=described.parent_id,
+            search_keys={
+                pair.key.name: _search_value(pair.value)
+                for pair in described.typed_search_attributes
+            },
         )
 
     async def wait_closed(self, execution_id: str, run_id: str, timeout: float) -> Closed | None:
