@@ -126,9 +126,14 @@ async def test_the_loop_keeps_running_while_a_huge_answer_is_read(fmt: str) -> N
     0.6-1 s: orjson in a worker thread still holds the GIL). The longest stall, not their sum:
     on a loaded machine (CI's workers, coverage) the loop also waits for the GIL and its core in
     many short stalls, which add up to most of the call but say nothing of where parsing runs.
-    A share, not a time: it holds on a slow machine too."""
+    A share, not a time: it holds on a slow machine too. The best of three calls: the OS may
+    still park the process once for most of a call (0.85 s of 1.57 s seen under `make test`,
+    mypy beside two workers on two cores); parsing on the loop stalls every call."""
     sent = blocks_result(200_000)
-    took, longest, outcome = await stalled_while(lambda: call_big(fmt, sent))
-    assert isinstance(outcome, McpFailure) and outcome.reason == "protocol", outcome
-    assert "larger than" in str(outcome)
+    for _ in range(3):
+        took, longest, outcome = await stalled_while(lambda: call_big(fmt, sent))
+        assert isinstance(outcome, McpFailure) and outcome.reason == "protocol", outcome
+        assert "larger than" in str(outcome)
+        if longest < took * 0.5:
+            break
     assert longest < took * 0.5, (longest, took)
