@@ -83,7 +83,6 @@ Behaviour:
 
 from __future__ import annotations
 
-import math
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -96,6 +95,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
+from maestrale.engines.local.llama_calls import call_chance, drafted_call, tokens, write_call
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
@@ -117,7 +117,6 @@ from maestrale.engines.local.llama_tools import (
     CallGrammars,
     ToolPlan,
     describe_tools,
-    grounded,
     parse_call,
     plan_tools,
     template_messages,
@@ -489,15 +488,18 @@ class LlamaCppEngine:
         """Generate one choice: text, or a tool call (after some text, when the model opens one
         while writing), emitting stream chunks when `emit` is given."""
         tools, answer = job.tools, _Answer()
-        chance = 1.0 if tools is None or tools.forced else self._call_chance(model, job, sampling)
+        chance = (
+            1.0 if tools is None or tools.forced else call_chance(model, job.prompt, sampling.fresh)
+        )
         floor, threshold = self._options.tool_call_floor, self._options.tool_call_threshold
         if tools is not None and floor <= chance < threshold:
-            drafted = self._drafted_call(model, job, sampling, cancel)
+            limit = self._options.max_call_tokens
+            drafted = drafted_call(model, job.prompt, tools, sampling, limit, cancel)
             if drafted is not None:  # a call that takes a value from the question: made
                 answer.tokens = drafted[1]
                 return self._called(answer, drafted[0], index, emit)
         if tools is not None and chance >= threshold:
-            call_prompt = [*job.prompt, *self._tokens(model, CALL_PREFIX)]
+            call_prompt = [*job.prompt, *tokens(model, CALL_PREFIX)]
         else:
             outcome = Outcome()
             text = sampling
@@ -521,8 +523,8 @@ class LlamaCppEngine:
             answer.finish_reason, answer.logprobs = outcome.finish_reason, outcome.logprobs
             if tools is None or outcome.stopped_by != TOOL_TAG:
                 return answer
-            written = self._tokens(model, answer.content)
-            call_prompt = [*job.prompt, *written, *self._tokens(model, CALL_PREFIX)]
+            written = tokens(model, answer.content)
+            call_prompt = [*job.prompt, *written, *tokens(model, CALL_PREFIX)]
         budget = min(
             sampling.max_tokens - answer.tokens,
             self._options.max_call_tokens,
@@ -534,7 +536,7 @@ class LlamaCppEngine:
         # After the decision or the text, the context holds this request's own tokens: the
         # continuation is as reproducible as they are.
         fresh = sampling.fresh and tools.forced
-        written_call, outcome = self._write_call(
+        written_call, outcome = write_call(
             model, sampling, call_prompt, tools, budget, fresh, cancel
         )
         answer.tokens += outcome.completion_tokens
@@ -560,58 +562,6 @@ class LlamaCppEngine:
             )
         return answer
 
-    def _call_chance(self, model: LoadedModel, job: _Job, sampling: Sampling) -> float:
-        """The probability the model gives to opening its answer with a tool call (tool_choice
-        auto)."""
-        tag = self._tokens(model, TOOL_TAG)
-        if len(job.prompt) + len(tag) >= model.n_ctx:
-            return 0.0
-        return math.exp(continuation_logprob(model, job.prompt, tag, fresh=sampling.fresh))
-
-    def _drafted_call(
-        self, model: LoadedModel, job: _Job, sampling: Sampling, cancel: threading.Event
-    ) -> tuple[tuple[str, str], int] | None:
-        """A call drafted under the grammar (tool_choice auto, a chance between the floor and the
-        threshold), and the tokens it took, when it takes a value from the user's question
-        (`grounded`); None otherwise (the draft is dropped: the answer is written in text)."""
-        assert job.tools is not None
-        call_prompt = [*job.prompt, *self._tokens(model, CALL_PREFIX)]
-        budget = min(
-            sampling.max_tokens, self._options.max_call_tokens, model.n_ctx - len(call_prompt)
-        )
-        if budget <= 0:
-            return None
-        # The context holds this request's prompt, evaluated for the decision: reused.
-        written, outcome = self._write_call(
-            model, sampling, call_prompt, job.tools, budget, False, cancel
-        )
-        parsed = parse_call(written) if outcome.finish_reason == "stop" else None
-        if parsed is None or not grounded(parsed[1], job.tools.asked):
-            return None
-        return parsed, outcome.completion_tokens
-
-    @staticmethod
-    def _write_call(
-        model: LoadedModel,
-        sampling: Sampling,
-        prompt: list[int],
-        tools: ToolPlan,
-        budget: int,
-        fresh: bool,
-        cancel: threading.Event,
-    ) -> tuple[str, Outcome]:
-        """A call's JSON written after `prompt` under the tools' grammar, in `budget` tokens."""
-        call = replace(
-            sampling,
-            max_tokens=budget,
-            stop=[],
-            grammar=tools.grammar,
-            repeat_penalty=1.0,  # JSON repeats its punctuation (as for response_format)
-            fresh=fresh,
-        )
-        outcome = Outcome()
-        return "".join(generate(model, prompt, call, cancel, outcome)), outcome
-
     def _blank_or_tag(self, model: LoadedModel) -> npt.NDArray[np.intp]:
         """The tokens whose text is blank (control tokens too) or opens with "<" after blanks,
         found once (0.2 s for the 49,152 tokens of SmolLM2)."""
@@ -631,10 +581,6 @@ class LlamaCppEngine:
             found = [t for t in range(model.llm.n_vocab()) if vocab.is_end(t)]
             self._end_tokens = np.array(found, dtype=np.intp)
         return self._end_tokens
-
-    @staticmethod
-    def _tokens(model: LoadedModel, text: str) -> list[int]:
-        return model.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
 
 def create_engine(spec: ModelSpec) -> LlamaCppEngine:
