@@ -26,6 +26,7 @@ from maestrale.observability.datasets.router import router as observability_data
 from maestrale.observability.events.router import router as observability_events_router
 from maestrale.observability.judges.router import router as observability_judges_router
 from maestrale.ocr.router import router as ocr_router
+from maestrale.responses.router import router as responses_router
 from maestrale.workflows.router import router as workflows_router
 
 api_router = APIRouter(prefix="/v1")
@@ -48,6 +49,7 @@ api_router.include_router(observability_datasets_router)
 api_router.include_router(observability_events_router)
 api_router.include_router(observability_judges_router)
 api_router.include_router(ocr_router)
+api_router.include_router(responses_router)
 api_router.include_router(service_accounts_router)
 api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.

@@ -22,6 +22,7 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         from maestrale.libraries.tasks import register as register_libraries
         from maestrale.observability.campaigns.tasks import register as register_campaigns
         from maestrale.observability.datasets.tasks import register as register_dataset_imports
+        from maestrale.responses.tasks import register as register_responses
 
         register_files(registry, services.blobs)
         register_batch(registry, services)
@@ -29,4 +30,5 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_fine_tuning(registry, services.settings, services.blobs, services.engines)
         register_campaigns(registry, services.platform_calls)
         register_dataset_imports(registry, services.blobs)
+        register_responses(registry, services)
     return registry

@@ -22,6 +22,7 @@ from maestrale.observability.campaigns import tables as observability_campaign_t
 from maestrale.observability.datasets import tables as observability_dataset_tables
 from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
+from maestrale.responses import tables as response_tables
 from maestrale.workflows.events import tables as workflow_event_tables
 from maestrale.workflows.executions import tables as workflow_execution_tables
 from maestrale.workflows.registry import tables as workflow_registry_tables
@@ -62,6 +63,7 @@ __all__ = [
     "observability_dataset_tables",
     "observability_event_tables",
     "observability_judge_tables",
+    "response_tables",
     "workflow_event_tables",
     "workflow_execution_tables",
     "workflow_registry_tables",

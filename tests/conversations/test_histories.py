@@ -15,8 +15,9 @@ from maestrale.conversations.entries import entry, message_output
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.loop.run import TurnsResult
 from maestrale.conversations.loop.turn_request import EMPTY
+from maestrale.conversations.prepared import Prepared
 from maestrale.conversations.repository import ConversationRepository
-from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.conversations.service import ConversationService
 from maestrale.conversations.tables import Conversation
 from maestrale.conversations.targets import Target
 from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases

@@ -352,6 +352,24 @@ async def test_usage_of_tool_calls_counts_their_json() -> None:
     assert result.usage.completion_tokens > 0
 
 
+async def test_prompt_count_is_the_chats_prompt_tokens() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "You answer in one line."},
+        user("what time is it?"),
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "noon"},
+        user("/call get_weather {} and then?"),
+    ]
+    engine = BuiltinEngine()
+    asked = ChatRequest(model="m", messages=messages, tools=[WEATHER, TIME], tool_choice="any")
+
+    count = await engine.count_prompt(asked)
+
+    assert count == (await engine.chat(asked)).usage.prompt_tokens
+    assert count > len(messages)  # every message's text and the call's JSON, not just one each
+
+
 # --- streaming ----------------------------------------------------------------------------
 
 

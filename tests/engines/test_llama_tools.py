@@ -302,6 +302,8 @@ async def test_a_conversation_with_a_result_is_answered(engine: LlamaCppEngine) 
             max_tokens=max_tokens,
         )
         result = await engine.chat(request)
+        # Counting the prompt (the tools, a past call and its result) gives what the chat reports.
+        assert await engine.count_prompt(request) == result.usage.prompt_tokens
         check_text_or_call(result, TOOLS)
         if tool_choice == "any":
             assert result.choices[0].finish_reason == "tool_calls"

@@ -1,5 +1,6 @@
-"""FastAPI access to the conversations' long-lived objects: the histories of the conversations
-this process serves, and the factory of the tools the server runs for them."""
+"""FastAPI access to the conversations' long-lived objects (the histories of the conversations
+this process serves, the factory of the tools the server runs for them) and to the caller's
+conversation service (conversations and responses run on it)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from maestrale.conversations.executors import conversation_service
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.server_tools import ToolboxFactory
+from maestrale.conversations.service import ConversationService
 from maestrale.core.app_services import app_services
+from maestrale.core.auth.dependencies import CurrentTenant
+from maestrale.core.routing import Work
+from maestrale.gateway.dependencies import CallerDep, workflow_execution_id
 
 
 async def get_histories(request: Request) -> Histories:
@@ -24,3 +30,19 @@ async def get_toolboxes(request: Request) -> ToolboxFactory | None:
 
 HistoriesDep = Annotated[Histories, Depends(get_histories)]
 Toolboxes = Annotated[ToolboxFactory | None, Depends(get_toolboxes)]
+
+
+async def get_service(
+    request: Request, work: Work, tenant: CurrentTenant, caller: CallerDep
+) -> ConversationService:
+    return conversation_service(
+        app_services(request),
+        work,
+        caller,
+        source="api",
+        tenant=tenant,
+        correlation_id=workflow_execution_id(request),
+    )
+
+
+Service = Annotated[ConversationService, Depends(get_service)]

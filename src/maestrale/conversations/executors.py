@@ -16,6 +16,7 @@ from maestrale.conversations.service import ConversationService
 from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.db import Database
+from maestrale.core.uow import UnitOfWork
 from maestrale.core.validation import parse_body
 from maestrale.engines.registry import EngineRegistry
 from maestrale.gateway.gateway import Gateway
@@ -55,23 +56,38 @@ async def run_conversation(
     """Start a conversation. Its calls are correlated to the conversation, as every turn of a
     conversation is; `extra` (the batch job's and line's ids) goes with their events."""
     request: ConversationStart = parse_body(ConversationStart, body)
-    tenant = Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
+    async with services.db.transaction() as work:
+        service = conversation_service(services, work, caller, source=source, extra=extra)
+        response = await service.execute(await service.prepare_start(request))
+    return response.model_dump(mode="json")
+
+
+def conversation_service(
+    services: ConversationServices,
+    work: UnitOfWork,
+    caller: Caller,
+    *,
+    source: str,
+    extra: Mapping[str, Any] | None = None,
+    tenant: Tenant | None = None,
+    correlation_id: str | None = None,
+) -> ConversationService:
+    """The conversation service of `caller` in `work` (a request's, a job's)."""
+    tenant = tenant or Tenant(caller.organization_id, caller.workspace_id, caller.user_id)
     settings = services.settings
     policy = TurnLeasePolicy(
         settings.conversation_turn_lease_seconds, settings.conversation_turn_wait_seconds
     )
-    async with services.db.transaction() as work:
-        service = ConversationService(
-            work,
-            tenant,
-            services.engines,
-            services.gateway,
-            caller,
-            services.histories,
-            TurnLeases(services.db, tenant, policy),
-            source=source,
-            extra=extra,
-            toolboxes=services.toolboxes,
-        )
-        response = await service.execute(await service.prepare_start(request))
-    return response.model_dump(mode="json")
+    return ConversationService(
+        work,
+        tenant,
+        services.engines,
+        services.gateway,
+        caller,
+        services.histories,
+        TurnLeases(services.db, tenant, policy),
+        source=source,
+        extra=extra,
+        correlation_id=correlation_id,
+        toolboxes=services.toolboxes,
+    )

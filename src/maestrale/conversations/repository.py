@@ -139,6 +139,29 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
         result = await self.session.execute(stmt.values(values))
         if not cast(CursorResult[Any], result).rowcount:
             return False
+        await self._insert_entries(conversation_id, first, bodies)
+        return True
+
+    async def create(self, row: Conversation, bodies: list[dict[str, Any]], **changes: Any) -> None:
+        """A new conversation (`row`, with the column `changes`) holding `bodies` as its first
+        entries. Core statements: the ORM's unit of work and the conditional update of an
+        append cost as much again."""
+        columns = {
+            a.columns[0].name: getattr(row, a.key) for a in sa.inspect(Conversation).column_attrs
+        }
+        values = {name: value for name, value in columns.items() if value is not None}
+        values.update(
+            organization_id=self.tenant.organization_id,
+            workspace_id=self.tenant.workspace_id,
+            entry_count=len(bodies),
+            **changes,
+        )
+        await self.session.execute(sa.insert(CONVERSATIONS).values(values))
+        await self._insert_entries(row.id, 0, bodies)
+
+    async def _insert_entries(
+        self, conversation_id: str, first: int, bodies: list[dict[str, Any]]
+    ) -> None:
         if bodies:
             rows = [
                 {
@@ -151,7 +174,6 @@ class ConversationRepository(WorkspaceRepository[Conversation]):
                 for position, body in enumerate(bodies)
             ]
             await self.session.execute(sa.insert(ENTRIES), rows)
-        return True
 
     async def rewrite_entries(self, conversation_id: str, bodies: list[dict[str, Any]]) -> None:
         """Store new bodies of entries of the conversation (a call's confirmation status, once

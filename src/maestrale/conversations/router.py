@@ -3,12 +3,11 @@ server-sent events with `stream: true`), read and delete conversations."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request, Response
+from fastapi import Request, Response
 
-from maestrale.config.dependencies import AppSettings
-from maestrale.conversations.dependencies import HistoriesDep, Toolboxes
+from maestrale.conversations.dependencies import Service
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationHistory,
@@ -17,19 +16,13 @@ from maestrale.conversations.schemas import (
     ConversationRestart,
     ConversationStart,
 )
-from maestrale.conversations.service import ConversationService
 from maestrale.conversations.streaming import respond
-from maestrale.conversations.turn_lease import TurnLeasePolicy, TurnLeases
-from maestrale.core.auth.dependencies import CurrentTenant
-from maestrale.core.dependencies import Db
 from maestrale.core.errors import MODEL_ERRORS, error_responses
 from maestrale.core.metadata import metadata_filter
 from maestrale.core.pagination import PageParams
 from maestrale.core.responses import json_bytes
-from maestrale.core.routing import Work, domain_router
+from maestrale.core.routing import domain_router
 from maestrale.core.sse import streamed
-from maestrale.engines.dependencies import Engines
-from maestrale.gateway.dependencies import CallerDep, GatewayDep, workflow_execution_id
 
 router = domain_router(prefix="/conversations", tags=["conversations"])
 
@@ -41,37 +34,6 @@ STREAMED: dict[int | str, dict[str, Any]] = {
     ),
     **error_responses((*MODEL_ERRORS, 409)),
 }
-
-
-async def _service(
-    request: Request,
-    work: Work,
-    tenant: CurrentTenant,
-    caller: CallerDep,
-    settings: AppSettings,
-    db: Db,
-    engines: Engines,
-    gateway: GatewayDep,
-    histories: HistoriesDep,
-    toolboxes: Toolboxes,
-) -> ConversationService:
-    policy = TurnLeasePolicy(
-        settings.conversation_turn_lease_seconds, settings.conversation_turn_wait_seconds
-    )
-    return ConversationService(
-        work,
-        tenant,
-        engines,
-        gateway,
-        caller,
-        histories,
-        TurnLeases(db, tenant, policy),
-        correlation_id=workflow_execution_id(request),
-        toolboxes=toolboxes,
-    )
-
-
-Service = Annotated[ConversationService, Depends(_service)]
 
 
 @router.post("", response_model=None, responses=STREAMED)

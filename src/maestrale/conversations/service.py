@@ -6,10 +6,7 @@ decides what is stored."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from maestrale.conversations.entries import (
     MESSAGE_TYPES,
@@ -21,15 +18,19 @@ from maestrale.conversations.entries import (
 from maestrale.conversations.histories import Histories
 from maestrale.conversations.loop import confirmations
 from maestrale.conversations.loop.run import Emit, TurnsResult, check_first_turn, run_turns
-from maestrale.conversations.loop.tool_calls import ServerCall
-from maestrale.conversations.loop.turn_request import EMPTY, TurnPrefix
+from maestrale.conversations.loop.turn_request import TurnPrefix
+from maestrale.conversations.prepared import (
+    Prepared,
+    copied,
+    guardrail_key,
+    new_conversation_id,
+)
 from maestrale.conversations.repository import ConversationRepository, TurnRow
 from maestrale.conversations.schemas import (
     ConversationAppend,
     ConversationResponse,
     ConversationRestart,
     ConversationStart,
-    ToolCallConfirmation,
     UsageOut,
     describe,
     listing_json,
@@ -46,7 +47,6 @@ from maestrale.conversations.turn_lease import (
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import NotFound
-from maestrale.core.ids import new_id
 from maestrale.core.pagination import PageParams
 from maestrale.core.uow import UnitOfWork
 from maestrale.engines.registry import EngineRegistry
@@ -58,38 +58,6 @@ from maestrale.guardrails.schemas import stored
 
 class EntryNotFound(NotFound):
     code = "entry_not_found"
-
-
-def new_conversation_id() -> str:
-    return "conv_" + new_id().replace("-", "")
-
-
-def guardrail_key(config: dict[str, Any]) -> str:
-    return orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode()
-
-
-@dataclass(slots=True)
-class Prepared:
-    """A conversation request checked and ready to run: everything that can refuse it with a 4xx
-    was checked (its guardrails too), so that a streamed request is refused before its stream
-    opens, the same way as a plain one. Built by `ConversationService.prepare_*`, run by
-    `ConversationService.execute` (in another unit of work, for a stream)."""
-
-    conversation_id: str
-    target: Target
-    history: list[dict[str, Any]]  # the entries before the request's (as read when prepared)
-    added: list[dict[str, Any]]  # the entries the request adds
-    override: dict[str, Any] | None
-    handoff_execution: str
-    prefix: TurnPrefix = EMPTY  # the turn messages of `history` (of history + added once ready)
-    create: Conversation | None = None  # the conversation a start or restart stores
-    append: bool = False  # an append that stores: it runs holding the conversation's turn
-    guarded: list[dict[str, Any]] | None = None  # the results of the guardrails checked so far
-    checked: set[str] = field(default_factory=set)  # their configurations
-    # An append's answers to the tool calls awaiting confirmation, and the calls they answer
-    # (resolved against `history`; again against the history read under the turn if it moved).
-    confirmations: list[ToolCallConfirmation] = field(default_factory=list)
-    confirmed: list[ServerCall] = field(default_factory=list)
 
 
 class ConversationService:
@@ -250,14 +218,23 @@ class ConversationService:
 
     # Preparing requests.
 
-    async def prepare_start(self, body: ConversationStart) -> Prepared:
+    async def prepare_start(
+        self,
+        body: ConversationStart,
+        added: list[dict[str, Any]] | None = None,
+        override: dict[str, Any] | None = None,
+        *,
+        ready: bool = True,
+    ) -> Prepared:
         """A conversation on a model or an agent. A model conversation keeps the request's
         completion arguments as its own; an agent conversation's override its agent's for this
-        request only."""
+        request only. `added` are the request's entries when given already parsed (instead of
+        `body.inputs`), `override` completion arguments of this request only; with `ready`
+        false, the request is built but not checked (`_ready`: its model, tools, guardrails).
+        """
         target = await self.targets.of_start(body)
-        override = None
         if body.agent_id is not None and body.completion_args:
-            override = body.completion_args.stored()
+            override = {**body.completion_args.stored(), **(override or {})}
         conversation_id = new_conversation_id()
         create = None
         if body.store is not False:
@@ -282,12 +259,37 @@ class ConversationService:
             conversation_id,
             target,
             [],
-            parse_inputs(body.inputs),
+            parse_inputs(body.inputs) if added is None else added,
             override,
             body.handoff_execution or "server",
             create=create,
         )
-        return await self._ready(prepared)
+        return await self._ready(prepared) if ready else prepared
+
+    async def prepare_follow(
+        self,
+        conversation_id: str,
+        upto: int,
+        body: ConversationStart,
+        added: list[dict[str, Any]],
+        override: dict[str, Any] | None,
+        *,
+        ready: bool = True,
+    ) -> Prepared:
+        """A request on the first `upto` entries of a stored conversation, answered by the
+        target of `body` (not the conversation's: a response names its model, tools and
+        instructions anew). At the conversation's tip it appends to it (when `body.store`, on
+        exactly those entries); before it, it starts a new conversation holding a copy of them
+        (a branch), stored when `body.store`."""
+        row = await self.get_row(conversation_id)
+        prepared = await self.prepare_start(body, added, override, ready=False)
+        if row.entry_count == upto:
+            prepared.history, prepared.prefix = await self._history(row)
+            prepared.conversation_id, prepared.create = row.id, None
+            prepared.append, prepared.exact = body.store is not False, True
+        else:
+            prepared.history = copied(await self.repo.entries(row, upto_seq=upto - 1))
+        return await self._ready(prepared) if ready else prepared
 
     async def prepare_append(self, conversation_id: str, body: ConversationAppend) -> Prepared:
         """Inputs, and the answers to the tool calls awaiting confirmation (`tool_confirmations`:
@@ -320,10 +322,7 @@ class ConversationService:
                 param="from_entry_id",
             )
         target = await self.targets.of_restart(source, body)
-        history = [
-            {**item, "id": f"{item['id'].split('_', 1)[0]}_{new_id().replace('-', '')}"}
-            for item in await self.repo.entries(source, upto_seq=entry.seq)
-        ]
+        history = copied(await self.repo.entries(source, upto_seq=entry.seq))
         confirmations.refuse_pending(history, body.from_entry_id)
         conversation_id = new_conversation_id()
         create = None
@@ -360,18 +359,27 @@ class ConversationService:
     # Running them.
 
     async def execute(self, prepared: Prepared, emit: Emit | None = None) -> ConversationResponse:
+        """Run a prepared request (`complete`) and answer its conversation response."""
+        return self._response(prepared, await self.complete(prepared, emit))
+
+    async def complete(self, prepared: Prepared, emit: Emit | None = None) -> TurnsResult:
         """Run a prepared request's model turns with no transaction open, then store what it
         adds in one short transaction. An append that stores holds its conversation's turn
         meanwhile (`turn_lease`), so that two appends to one conversation never interleave."""
         if not prepared.append:
             result = await self._run(prepared, prepared.history, prepared.prefix, emit)
             if prepared.create is not None:
-                await self.repo.add(prepared.create)
                 await self._store(prepared, prepared.create, 0, prepared.history, result)
-            return self._response(prepared, result)
+            return result
         async with self.leases.hold(prepared.conversation_id) as lease:
             history, prefix = prepared.history, prepared.prefix
             if lease.row.entry_count != len(history):  # another append came in between
+                if prepared.exact:
+                    raise ConversationChanged(
+                        f"conversation {prepared.conversation_id!r} changed before this request "
+                        "ran: another turn was added after the one it continues; retry",
+                        param="previous_response_id",
+                    )
                 history, prefix = await self._history(lease.row)
                 check_results(history, prepared.added)
                 prepared.confirmed = confirmations.resolve(
@@ -387,7 +395,7 @@ class ConversationService:
                 # this transaction's write lock on SQLite (until its busy timeout).
                 await self.work.rollback()
                 raise
-        return self._response(prepared, result)
+        return result
 
     async def _run(
         self,
@@ -413,7 +421,7 @@ class ConversationService:
             await self._guard(prepared, target, prepared.added)
             return target
 
-        return await run_turns(
+        result = await run_turns(
             self.gateway,
             self.caller,
             self._correlation(prepared),
@@ -429,7 +437,10 @@ class ConversationService:
             inputs=prepared.added,
             confirmed=prepared.confirmed,
             release=self.work.release,
+            max_tool_calls=prepared.max_tool_calls,
         )
+        prepared.finish_reason = result.finish_reason
+        return result
 
     async def _store(
         self,
@@ -446,18 +457,23 @@ class ConversationService:
         this process's copy of the history, with the turn messages the run built (see
         `histories`). A server handoff leaves the conversation on the agent it handed to."""
         conversation_id = row.id
+        prepared.first_seq = len(history) + result.lead
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if row.agent_id is not None and result.target.agent_id != row.agent_id:
             target = result.target
             changes.update(agent_id=target.agent_id, agent_version=target.agent_version)
         new = [*history[first:], *result.entries(prepared.added)]
         owner = lease.owner if lease is not None else None
-        if not await self.repo.add_entries(conversation_id, first, new, owner=owner, **changes):
+        if row is prepared.create:
+            await self.repo.create(prepared.create, new, **changes)
+        elif not await self.repo.add_entries(conversation_id, first, new, owner=owner, **changes):
             raise ConversationChanged(
                 f"conversation {conversation_id!r} changed while it answered: nothing was "
                 "stored; retry",
                 param="conversation_id",
             )
+        if prepared.on_store is not None:
+            await prepared.on_store(result)
         answered = confirmations.answered(history[:first], prepared.confirmed)
         if answered:
             await self.repo.rewrite_entries(conversation_id, list(answered.values()))

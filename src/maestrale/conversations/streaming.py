@@ -5,22 +5,20 @@ stream opened ends it with a `conversation.response.error` event."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Request, Response
 
 from maestrale.conversations.entries import now_text
-from maestrale.conversations.service import ConversationService, Prepared
+from maestrale.conversations.prepared import Prepared
+from maestrale.conversations.service import ConversationService
 from maestrale.core.app_services import app_services
 from maestrale.core.db import Database
 from maestrale.core.disconnect import cancel_on_disconnect
 from maestrale.core.errors import AppError
 from maestrale.core.responses import json_model
-from maestrale.core.sse import sse_event, sse_response
+from maestrale.core.sse import Put, produced_response, sse_event
 
 log = logging.getLogger("maestrale.conversations")
 
@@ -48,12 +46,11 @@ async def respond(
     if not stream:
         return json_model(await cancel_on_disconnect(request, service.execute(prepared)))
     db: Database = app_services(request).db
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
-    async def emit(event: dict[str, Any]) -> None:
-        await queue.put(_frame(event))
+    async def produce(put: Put) -> None:
+        async def emit(event: dict[str, Any]) -> None:
+            await put(_frame(event))
 
-    async def produce() -> None:
         try:
             async with db.transaction() as work:
                 response = await service.in_work(work).execute(prepared, emit)
@@ -62,24 +59,11 @@ async def respond(
                 "created_at": now_text(),
                 "usage": response.usage.model_dump(),
             }
-            await queue.put(_frame(done))
+            await put(_frame(done))
         except AppError as exc:
-            await queue.put(_error(exc.message, exc.status_code))
+            await put(_error(exc.message, exc.status_code))
         except Exception:
             log.exception("streamed conversation failed")
-            await queue.put(_error("internal server error", 500))
-        finally:
-            await queue.put(None)
+            await put(_error("internal server error", 500))
 
-    async def frames() -> AsyncIterator[bytes]:
-        task = asyncio.create_task(produce())
-        try:
-            while (frame := await queue.get()) is not None:
-                yield frame
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    return sse_response(frames())
+    return produced_response(produce)

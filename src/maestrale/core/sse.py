@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -40,3 +42,32 @@ def sse_response(frames: AsyncIterator[bytes], status_code: int = 200) -> Stream
     return StreamingResponse(
         frames, status_code=status_code, media_type="text/event-stream", headers=SSE_HEADERS
     )
+
+
+Put = Callable[[bytes], Awaitable[None]]
+
+
+def produced_response(produce: Callable[[Put], Awaitable[None]]) -> StreamingResponse:
+    """An event stream of the frames `produce(put)` puts, sent as they come: `produce` runs in a
+    task of its own, so that a slow client never holds up the run; a client that goes away
+    cancels it."""
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def run() -> None:
+        try:
+            await produce(queue.put)
+        finally:
+            await queue.put(None)
+
+    async def frames() -> AsyncIterator[bytes]:
+        task = asyncio.create_task(run())
+        try:
+            while (frame := await queue.get()) is not None:
+                yield frame
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    return sse_response(frames())

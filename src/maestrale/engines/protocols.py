@@ -45,6 +45,19 @@ class ChatEngine(Protocol):
 
 
 @runtime_checkable
+class PromptCounter(Protocol):
+    """A chat engine that can count a chat's prompt without running it (what
+    `/v1/responses/input_tokens` answers)."""
+
+    async def count_prompt(self, request: ChatRequest) -> int:
+        """The prompt tokens of a chat of `request` (its messages and tools as the engine renders
+        them, with its tool_choice, response_format...): exactly the `usage.prompt_tokens` this
+        engine reports for that chat. Raise `EngineError` as `chat` does for a request it
+        refuses, and `EngineError(400, code="token_count_unsupported")` when it cannot count."""
+        ...
+
+
+@runtime_checkable
 class ChatOptions(Protocol):
     """A chat engine that honours some of the optional request fields (`types.CHAT_OPTIONS`:
     top_k, repetition_penalty, min_tokens, logprobs, prompt_logprobs). An engine without this

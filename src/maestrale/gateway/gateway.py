@@ -31,6 +31,7 @@ from maestrale.engines.protocols import (
     ChatEngine,
     EmbeddingsEngine,
     FimEngine,
+    PromptCounter,
     TextCompletionEngine,
 )
 from maestrale.engines.registry import EngineRegistry
@@ -290,6 +291,36 @@ class Gateway:
             messages=request.messages,
             tools=request.tools,
         )
+
+    async def count_prompt(self, call: Call[ChatEngine], request: ChatRequest) -> int:
+        """The prompt tokens a chat of `request` on the call's engine would report
+        (`usage.prompt_tokens`), counted by the engine without running the chat: 400
+        `token_count_unsupported` for an engine that cannot count; the engine's refusals as
+        `run` raises them. Released first as `run` is (a local engine counts on its worker).
+
+        Not a model call: neither admitted nor accounted. The limits meter generation (requests
+        and tokens a model serves, and their price); a count generates nothing, and a
+        reservation taken by `admit` would be settled only by the accounting of a call that
+        never runs. The local engine's bounded, fair queue (the call's share, as `run` sets it)
+        is what keeps counts from crowding out chats there."""
+        engine = call.engine
+        if not isinstance(engine, PromptCounter):
+            raise BadRequest(
+                f"model {call.model!r} cannot count tokens",
+                code="token_count_unsupported",
+                param="model",
+            )
+        request.model = call.upstream
+        request.weights = call.artifact_file(ArtifactFormat.GGUF)
+        await self._released(call)
+        shared = _share_of(call)
+        try:
+            with span("count_prompt"):
+                return await engine.count_prompt(request)
+        except EngineError as exc:
+            raise engine_failure(exc, call.model) from exc
+        finally:
+            reset_current(shared)
 
     async def fim(self, call: Call[FimEngine], request: FimRequest) -> ChatResult:
         """Run a FIM completion, recorded as a chat completion event of its prompt."""

@@ -3,8 +3,9 @@
 By default it answers at once with a fixed small completion, plain or streamed, in OpenAI shapes
 with usage; streams end with `data: [DONE]`. Routes (with or without the `/v1` prefix):
 `POST /chat/completions`, `/completions` (classic text completions, FIM with `suffix`),
-`/fim/completions` (Mistral shape), `/embeddings`; `GET /models`, `/health`, `/stub/stats`,
-`/stub/requests/{tag}`.
+`/fim/completions` (Mistral shape), `/embeddings`, and vLLM's `/tokenize` (at the root only, as
+vLLM serves it: a chat's messages, counted as its usage's PROMPT_TOKENS); `GET /models`,
+`/health`, `/stub/stats`, `/stub/requests/{tag}`.
 
 Behaviour is steered by words in the *steering text*: the model name followed by the last user
 message (chat), the prompt (completions) or the inputs (embeddings). Words:
@@ -27,6 +28,7 @@ message (chat), the prompt (completions) or the inputs (embeddings). Words:
     echo                the answer's content is the request body as JSON (sorted keys)
     invalid-json        answer (or stream) bytes that are not JSON
     reverse             list embeddings in reverse index order
+    no-count            answer /tokenize as llama.cpp's server does (tokens, no count)
 
 Standalone: `python tests/engines/openai_compat/stub_upstream.py --port 8001`
 (or `uvicorn --factory tests.engines.openai_compat.stub_upstream:create_app --port 8001`);
@@ -85,6 +87,7 @@ class Steer:
     echo: bool = False
     invalid_json: bool = False
     reverse: bool = False
+    no_count: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Steer:
@@ -128,6 +131,7 @@ FLAGS = {
     "echo": "echo",
     "invalid-json": "invalid_json",
     "reverse": "reverse",
+    "no-count": "no_count",
 }
 
 
@@ -141,7 +145,7 @@ def _text_of(content: Any) -> str:
 
 def steering_text(kind: str, body: dict[str, Any]) -> str:
     model = str(body.get("model", ""))
-    if kind == "chat":
+    if kind in ("chat", "tokenize"):
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         users = [m for m in messages if m.get("role") == "user"]
         return f"{model} {_text_of(users[-1].get('content')) if users else ''}"
@@ -344,6 +348,14 @@ def embeddings(body: dict[str, Any], steer: Steer) -> dict[str, Any]:
     }
 
 
+def tokenized(steer: Steer) -> dict[str, Any]:
+    """vLLM's answer to POST /tokenize (llama.cpp's server's, with `no-count`)."""
+    if steer.no_count:
+        return {"tokens": []}
+    tokens = list(range(PROMPT_TOKENS))
+    return {"count": PROMPT_TOKENS, "max_model_len": 4096, "tokens": tokens, "token_strs": None}
+
+
 ROUTES = {
     "/chat/completions": "chat",
     "/completions": "completions",
@@ -398,7 +410,9 @@ class StubUpstream:
         if path.startswith("/v1/"):
             path = path[3:]
         method = scope["method"]
-        if method == "POST" and path in ROUTES:
+        if method == "POST" and scope["path"] == "/tokenize":
+            await self._post("tokenize", scope, receive, send)
+        elif method == "POST" and path in ROUTES:
             await self._post(ROUTES[path], scope, receive, send)
         elif method == "GET" and path == "/health":
             await send_bytes(send, 200, b'{"status":"ok"}')
@@ -474,6 +488,9 @@ class StubUpstream:
             if steer.retry_after is not None:
                 headers_out.append((b"retry-after", steer.retry_after.encode()))
             await send_bytes(send, status, error_body(status, steer.error_body), headers_out)
+            return
+        if kind == "tokenize":
+            await send_bytes(send, 200, orjson.dumps(tokenized(steer)))
             return
         if kind == "embeddings":
             content = orjson.dumps(embeddings(body, steer))

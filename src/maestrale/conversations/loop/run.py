@@ -48,6 +48,7 @@ COMPLETION_ARGS = (
     "response_format",
     "tool_choice",
     "reasoning_effort",
+    "parallel_tool_calls",
 )
 
 
@@ -65,6 +66,8 @@ class TurnsResult:
     # How many of the first outputs precede the request's inputs among the conversation's
     # entries: the tool executions of the calls the request confirmed or denied.
     lead: int = 0
+    # Why the last model turn stopped (its finish reason: "length" when max_tokens cut it).
+    finish_reason: str = "stop"
 
     def entries(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The entries the request adds to its conversation, in order."""
@@ -130,6 +133,7 @@ async def run_turns(
     inputs: Sequence[dict[str, Any]] = (),
     confirmed: Sequence[ServerCall] = (),
     release: Release | None = None,
+    max_tool_calls: int | None = None,
 ) -> TurnsResult:
     """Run the `confirmed` tool calls (those the request confirmed or denied), then model turns
     on `history`, the calls' entries and `inputs` (of which `prefix` holds the first ones) until
@@ -143,7 +147,9 @@ async def run_turns(
     itself, or past `MAX_STEPS` turns, one more turn with `tool_choice="none"` answers from the
     results so far (or, if it says nothing, a message says why the run stopped); a run that ran
     no tool past `MAX_STEPS` turns (a handoff loop) is refused. The tools run once `release`
-    ended the owner's transaction (the gateway ends it before each model call)."""
+    ended the owner's transaction (the gateway ends it before each model call). Past
+    `max_tool_calls` server calls in the run, the model's further calls are not run: it answers
+    from the results so far, as after a repeated call."""
     outputs: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     if confirmed:
@@ -155,6 +161,7 @@ async def run_turns(
     cited = tool_calls.chunks_of(outputs)
     before = [*history, *outputs, *inputs]
     ran_tools = lead > 0
+    calls_run = lead  # the server calls run so far (for `max_tool_calls`)
     # The server calls of the turn before, as (name, arguments): a turn repeating them is cut.
     previous: set[tuple[str, str]] = set()
     closing: str | None = None  # why the next turn is the last, made without tools
@@ -183,8 +190,9 @@ async def run_turns(
         if emit is None:
             result = await gateway.chat(call, request)
             message, turn_usage = result.choices[0].message, result.usage
+            finish = result.choices[0].finish_reason
         else:
-            message, turn_usage = await streamed_turn(
+            message, turn_usage, finish = await streamed_turn(
                 gateway, call, request, emit, message_id, len(outputs), target
             )
         for key, value in turn_usage.as_dict().items():
@@ -192,7 +200,7 @@ async def run_turns(
         content = message.get("content")
         if closing is not None:
             return await _closed(
-                TurnsResult(outputs, usage, target, prefix, lead),
+                TurnsResult(outputs, usage, target, prefix, lead, finish),
                 content if isinstance(content, str) else "",
                 closing,
                 message_id,
@@ -214,6 +222,11 @@ async def run_turns(
         runs, waiting = _sort_calls(functions, target)
         repeats = [r for r in runs if (r.name, _canonical(r.arguments)) in previous]
         runs = [r for r in runs if r not in repeats]
+        capped: list[ServerCall] = []
+        if max_tool_calls is not None:
+            left = max(0, max_tool_calls - calls_run)
+            runs, capped = runs[:left], runs[left:]
+            calls_run += len(runs)
         previous = {(r.name, _canonical(r.arguments)) for r in runs}
         if runs:
             await _before_tools(gateway, release)
@@ -225,12 +238,16 @@ async def run_turns(
             outputs.append(item)
             if emit is not None:
                 await emit(function_call_event(item, len(outputs) - 1))
-        if repeats and not (answered or waiting or handoffs or runs):
+        if (repeats or capped) and not (answered or waiting or handoffs or runs):
             names = ", ".join(sorted({r.name for r in repeats}))
-            closing = f"the model repeated its call to {names} with the same arguments"
+            closing = (
+                f"the run reached its limit of {max_tool_calls} tool calls"
+                if capped
+                else f"the model repeated its call to {names} with the same arguments"
+            )
             continue
         if waiting or not (handoffs or runs):
-            return TurnsResult(outputs, usage, target, prefix, lead)
+            return TurnsResult(outputs, usage, target, prefix, lead, finish)
         if not handoffs:
             continue  # the model reads the results of the tools the server ran
         next_id = _handoff_target(handoffs[0], target)
@@ -244,7 +261,7 @@ async def run_turns(
                 await emit(event)
         target = nxt
         if handoff_execution == "client":
-            return TurnsResult(outputs, usage, target, prefix, lead)
+            return TurnsResult(outputs, usage, target, prefix, lead, finish)
     raise TooManySteps(
         f"the conversation took more than {MAX_STEPS} model turns in one request (a handoff loop?)"
     )
@@ -351,13 +368,15 @@ async def streamed_turn(
     message_id: str,
     output_index: int,
     target: Target,
-) -> tuple[dict[str, Any], Usage]:
+) -> tuple[dict[str, Any], Usage, str]:
     """One model turn streamed from the engine: text deltas are emitted as they come; tool
-    calls are gathered (by index) and returned with the text."""
+    calls are gathered (by index) and returned with the text, the usage and the finish
+    reason."""
     first, rest = await gateway.stream_chat(call, request)
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage = Usage()
+    finish = "stop"
 
     async def chunks() -> Any:
         yield first
@@ -367,6 +386,8 @@ async def streamed_turn(
     async for chunk in chunks():
         if chunk.usage is not None:
             usage = chunk.usage
+        if chunk.finish_reason:
+            finish = chunk.finish_reason
         piece = chunk.delta.get("content")
         if isinstance(piece, str) and piece:
             text.append(piece)
@@ -406,7 +427,7 @@ async def streamed_turn(
         "content": "".join(text),
         "tool_calls": [calls[i] for i in sorted(calls)] or None,
     }
-    return message, usage
+    return message, usage, finish
 
 
 async def emit_chunks(

@@ -178,6 +178,11 @@ async def answer_chat(request: ChatRequest) -> Answer:
     return await _run(large, _answer_chat, request, plan.prompt, plan.directives)
 
 
+async def count_chat_prompt(request: ChatRequest) -> int:
+    """The prompt tokens `answer_chat` reports for `request` (its directives do not act)."""
+    return await _run(_large_chat(request), prompt_tokens, request.messages)
+
+
 def _plan_fim(request: FimRequest) -> _Plan:
     prompt = count_tokens(request.prompt) + count_tokens(request.suffix or "") + 1
     return _Plan(prompt, directives=parse_directives(request.prompt))

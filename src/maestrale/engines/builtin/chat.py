@@ -15,6 +15,7 @@ from maestrale.engines.builtin.answer import (
     answer_chat,
     answer_fim,
     answer_text,
+    count_chat_prompt,
 )
 from maestrale.engines.builtin.tokens import tokenize
 from maestrale.engines.types import (
@@ -128,6 +129,11 @@ class BuiltinEngine:
         answer = await answer_chat(request)
         async for chunk in _stream(answer, request.logprobs):
             yield chunk
+
+    async def count_prompt(self, request: ChatRequest) -> int:
+        """The prompt tokens `chat` reports for `request` (`PromptCounter`): each message's
+        tokens plus one; its tools are not part of the builtin engine's prompt."""
+        return await count_chat_prompt(request)
 
     async def fim(self, request: FimRequest) -> ChatResult:
         """Answer a fill-in-the-middle request: `echo: <prompt>` unless directives say otherwise."""

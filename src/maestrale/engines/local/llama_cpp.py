@@ -68,6 +68,7 @@ Behaviour:
   loaded on first use on the same worker thread (`llama_models`: the last two such files stay
   loaded).
 - Usage counts are llama.cpp's own tokens: the prompt once, plus the tokens of every choice.
+  `count_prompt` gives a chat's prompt count without running it (`llama_template`).
 - Optional request fields (`OPTIONS`): `top_k` (default 40), `repetition_penalty` (default the
   catalog's `repeat_penalty`, 1.0 under a grammar), `min_tokens` (the end-of-generation tokens
   are held back until then; a stop string still ends the answer) and `logprobs` (each token of
@@ -111,15 +112,13 @@ from maestrale.engines.local.llama_model import (
     parse_options,
 )
 from maestrale.engines.local.llama_models import LlamaModels, variant_path
+from maestrale.engines.local.llama_template import ChatPrompt, chat_prompt
 from maestrale.engines.local.llama_tools import (
     CALL_PREFIX,
     TOOL_TAG,
     CallGrammars,
     ToolPlan,
-    describe_tools,
     parse_call,
-    plan_tools,
-    template_messages,
     tool_call,
 )
 from maestrale.engines.local.worker import SerialWorker
@@ -185,7 +184,8 @@ class _Answer:
 
 
 class LlamaCppEngine:
-    """Chat and FIM on one GGUF model run in process (ChatEngine, FimEngine, Closeable).
+    """Chat and FIM on one GGUF model run in process (ChatEngine, FimEngine, PromptCounter,
+    Closeable).
 
     The model is loaded by the first request (or `load()`), on the worker thread: a server whose
     catalog lists the model pays nothing for it until it is used.
@@ -275,6 +275,17 @@ class LlamaCppEngine:
 
         return await self._worker.run(count)
 
+    async def count_prompt(self, request: ChatRequest) -> int:
+        """The `usage.prompt_tokens` that `chat` reports for `request` (`PromptCounter`): the
+        same prompt (`llama_template`), built and not evaluated; it may exceed the context,
+        which `chat` would refuse. Waits in the queue like a request."""
+
+        def count(cancel: threading.Event) -> int:
+            model = self._model(variant_path(request.weights))
+            return len(self._chat_prompt(request, model).tokens)
+
+        return await self._worker.run(count)
+
     async def aclose(self) -> None:
         """Stop the running generation, refuse new ones and free the model."""
         await self._worker.aclose()
@@ -301,29 +312,16 @@ class LlamaCppEngine:
             )
         return continuation_logprob(model, context, following)
 
+    def _chat_prompt(self, request: ChatRequest, model: LoadedModel) -> ChatPrompt:
+        wanted = request.max_tokens or self._options.default_max_tokens
+        budget = min(wanted, self._options.max_call_tokens)
+        return chat_prompt(model, request, self.grammars, budget)
+
     def _chat_job(self, request: ChatRequest) -> _Job:
         variant = variant_path(request.weights)
         model = self._model(variant)
-        wanted = request.max_tokens or self._options.default_max_tokens
-        tools = plan_tools(
-            request, self.grammars, model.vocab, min(wanted, self._options.max_call_tokens)
-        )
-        turns = template_messages(
-            request.messages, describe_tools(tools.offered) if tools is not None else None
-        )
-        if not turns:
-            raise EngineError(400, "messages must not be empty", code="invalid_request")
-        try:
-            formatted = model.formatter(messages=cast(Any, turns))
-        except Exception as exc:  # a Jinja template raises what it likes
-            raise EngineError(
-                400,
-                f"the model's chat template rejects these messages: {exc}",
-                code="invalid_request",
-            ) from exc
-        prompt = model.llm.tokenize(
-            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-        )
+        chat = self._chat_prompt(request, model)
+        prompt, tools = chat.tokens, chat.tools
         return _Job(
             prompt=prompt,
             n=max(request.n, 1),

@@ -129,6 +129,8 @@ class UpstreamClient:
         options = config.options
         self._options = options
         self._base = config.base_url.rstrip("/")
+        # The server's own root, where vLLM serves what is not OpenAI's API (`/tokenize`).
+        self._root = self._base.removesuffix("/v1")
         base = URL(self._base)
         # For logs: the base URL without any user:password part.
         self._where = str(base.with_user(None))
@@ -157,10 +159,11 @@ class UpstreamClient:
             self._loop = loop
         return self._http
 
-    def _url(self, path: str) -> URL:
-        url = self._urls.get(path)
+    def _url(self, path: str, *, root: bool = False) -> URL:
+        key = f"root:{path}" if root else path
+        url = self._urls.get(key)
         if url is None:
-            url = self._urls[path] = URL(self._base + path)
+            url = self._urls[key] = URL((self._root if root else self._base) + path)
         return url
 
     def _budget(self, deadline: float) -> aiohttp.ClientTimeout:
@@ -207,16 +210,23 @@ class UpstreamClient:
         )
         return wait
 
-    async def post_json(self, path: str, body: dict[str, Any]) -> Any:
-        """POST `body` to `path` and return the parsed JSON answer; raise `EngineError`."""
-        return await self.post(path, orjson.dumps(body))
+    async def post_json(self, path: str, body: dict[str, Any], *, root: bool = False) -> Any:
+        """POST `body` to `path` and return the parsed JSON answer; raise `EngineError`.
+        `root`: `path` is from the server's root (the base URL without its `/v1`)."""
+        return await self.post(path, orjson.dumps(body), root=root)
 
     async def post(
-        self, path: str, payload: bytes, headers: Mapping[str, str] | None = None
+        self,
+        path: str,
+        payload: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        root: bool = False,
     ) -> Any:
         """POST a ready body (JSON unless `headers` say otherwise: multipart, ...) to `path`,
-        retried on transient failures; return the parsed JSON answer or raise `EngineError`."""
-        url = self._url(path)
+        retried on transient failures; return the parsed JSON answer or raise `EngineError`.
+        `root` as for `post_json`."""
+        url = self._url(path, root=root)
         deadline = asyncio.get_running_loop().time() + self._timeout
         attempt = 0
         while True:

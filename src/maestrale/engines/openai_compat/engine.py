@@ -24,6 +24,8 @@ from maestrale.engines.types import (
 _CHAT = "/chat/completions"
 _EMBEDDINGS = "/embeddings"
 _COMPLETIONS = "/completions"
+# vLLM's tokenizer route, at the server's root (not under /v1).
+_TOKENIZE = "/tokenize"
 # The `CHAT_OPTIONS` it forwards (top_k, repetition_penalty and min_tokens as vLLM names them):
 # an upstream that cannot honour one refuses it, and its 4xx reaches the client. Not
 # prompt_logprobs, whose answer has no common shape across servers.
@@ -51,6 +53,24 @@ class OpenAICompatEngine:
         """Complete a conversation with POST /chat/completions."""
         answer = await self._client.post_json(_CHAT, wire.chat_body(request, stream=False))
         return wire.parse_chat_result(answer)
+
+    async def count_prompt(self, request: ChatRequest) -> int:
+        """The prompt tokens of a chat of `request` (`PromptCounter`), counted by vLLM's POST
+        /tokenize: the chat template applied to its messages and tools as its chat completion
+        applies it, so the count is the `usage.prompt_tokens` of that chat. A server without
+        the route (404/405: llama.cpp server, Ollama, an upstream platform) or whose route
+        answers no count cannot count: `EngineError(400, code="token_count_unsupported")`."""
+        try:
+            answer = await self._client.post_json(_TOKENIZE, wire.tokenize_body(request), root=True)
+        except EngineError as exc:
+            if exc.status in (404, 405):
+                raise _cannot_count() from exc
+            raise
+        count = answer.get("count") if isinstance(answer, dict) else None
+        # llama.cpp's server has a /tokenize of its own, for a text: it answers `tokens`, no count.
+        if type(count) is not int or count < 0:
+            raise _cannot_count()
+        return count
 
     def chat_stream(self, request: ChatRequest) -> AsyncGenerator[ChatChunk, None]:
         """Stream a conversation's completion; the last chunk carries the upstream's usage
@@ -117,3 +137,11 @@ class OpenAICompatEngine:
                     yield chunk
         for chunk in assembler.finish():
             yield chunk
+
+
+def _cannot_count() -> EngineError:
+    return EngineError(
+        400,
+        "this engine cannot count tokens: its server offers no vLLM POST /tokenize",
+        code="token_count_unsupported",
+    )

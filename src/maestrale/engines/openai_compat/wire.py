@@ -101,6 +101,25 @@ def chat_body(request: ChatRequest, *, stream: bool) -> dict[str, Any]:
     return body
 
 
+# What of a chat body's `extra` shapes its prompt on vLLM, and so goes to its /tokenize too.
+_PROMPT_EXTRAS = ("chat_template", "chat_template_kwargs", "continue_final_message")
+
+
+def tokenize_body(request: ChatRequest) -> dict[str, Any]:
+    """The body of vLLM's POST /tokenize for the prompt of a chat of `request`: its messages
+    and tools through the chat template, with the generation prompt, as its chat renders them
+    (vLLM renders the tools even under tool_choice "none", unless told otherwise at start)."""
+    body: dict[str, Any] = {
+        key: request.extra[key] for key in _PROMPT_EXTRAS if key in request.extra
+    }
+    body["model"] = request.model
+    body["messages"] = request.messages
+    if request.tools:
+        body["tools"] = request.tools
+    body["add_generation_prompt"] = True
+    return body
+
+
 def text_body(request: TextRequest, *, stream: bool) -> dict[str, Any]:
     """The classic /completions body of a raw text completion."""
     body: dict[str, Any] = {"model": request.model, "prompt": request.prompt}
