@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from openai import NotFoundError, OpenAI
+from openai import BadRequestError, NotFoundError, OpenAI
 
 from tests.conformance.conftest import LiveServer
 from tests.support.sdks import NEWEST_3, SdkProcess
@@ -136,3 +136,12 @@ def test_json_schema_on_the_local_model(live_server: LiveServer) -> None:
     )
     answer = json.loads(response.output_text)
     assert set(answer) == {"capital"} and isinstance(answer["capital"], str)
+    # A schema the grammar cannot express is a 400 before the stream opens.
+    hostile = {"type": "string", "pattern": "^(a{0,100}){0,100}$"}
+    with pytest.raises(BadRequestError, match="unsupported schema"):
+        client.responses.create(
+            model="smollm2-135m-instruct",
+            input="x",
+            stream=True,
+            text={"format": {"type": "json_schema", "name": "h", "schema": hostile}},
+        )

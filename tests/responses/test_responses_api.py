@@ -75,6 +75,18 @@ async def test_a_stored_chain_continues_its_conversation(client: httpx.AsyncClie
     assert item["content"] == [{"type": "input_text", "text": "again"}]
     assert items["first_id"] == items["last_id"] == item["id"]
 
+    three = [{"role": "user", "content": text} for text in ("a", "b", "c")]
+    listed = await create(client, input=three, store=True)
+    url = f"/v1/responses/{listed['id']}/input_items"
+    page = (await client.get(url, params={"order": "asc", "limit": 2})).json()
+    assert [i["content"][0]["text"] for i in page["data"]] == ["a", "b"] and page["has_more"]
+    rest = (await client.get(url, params={"after": page["last_id"], "order": "asc"})).json()
+    assert [i["content"][0]["text"] for i in rest["data"]] == ["c"] and not rest["has_more"]
+    newest = (await client.get(url, params={"before": page["first_id"]})).json()
+    assert [i["content"][0]["text"] for i in newest["data"]] == ["c", "b"]
+    assert (await client.get(url, params={"after": "msg_x"})).status_code == 400
+    await client.delete(f"/v1/responses/{listed['id']}")
+
     deleted = (await client.delete(f"/v1/responses/{branch['id']}")).json()
     assert deleted == {"id": branch["id"], "object": "response.deleted", "deleted": True}
     assert (await client.get(f"/v1/responses/{branch['id']}")).status_code == 404

@@ -19,6 +19,7 @@ from maestrale.completions.schemas import (
 )
 from maestrale.completions.shapes import completion_body, encode_vector, quantize, usage_dict
 from maestrale.completions.validation import (
+    check_format,
     check_options,
     engine_messages,
     shortened,
@@ -67,6 +68,7 @@ async def prepare_chat(
     call.extra = _merged(body.metadata, extra)
     validate_chat(body, call.spec)
     check_options(body, call.spec, call.engine)
+    check_format(body, call.engine)
     if isinstance(call.engine, HearsByTranscription) and has_audio(body.messages):
         messages = await hear(
             gateway,

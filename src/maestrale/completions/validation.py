@@ -18,9 +18,10 @@ from maestrale.completions.schemas import (
     TextCompletionRequest,
 )
 from maestrale.core.errors import BadRequest
-from maestrale.engines.protocols import honoured_options
+from maestrale.engines.protocols import FormatChecker, honoured_options
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.text import content_text
+from maestrale.engines.types import EngineError
 from maestrale.gateway.estimates import CHARS_PER_TOKEN
 
 
@@ -144,6 +145,19 @@ def _check_chat_fields(request: ChatCompletionRequest) -> None:
             f"(send one of {', '.join(sorted(SERVICE_TIERS))})",
             "service_tier",
         )
+
+
+def check_format(request: ChatCompletionRequest, engine: object) -> None:
+    """400 for an output format the engine cannot enforce (a JSON schema the local model's
+    grammar cannot express), before the model is called: a streamed request is refused before
+    its stream opens."""
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text" or not isinstance(engine, FormatChecker):
+        return
+    try:
+        engine.check_format(fmt.model_dump(by_alias=True, exclude_none=True))
+    except EngineError as exc:
+        raise _fail(exc.message, "response_format") from exc
 
 
 def check_options(request: ChatCompletionRequest, spec: ModelSpec, engine: object) -> None:

@@ -45,6 +45,17 @@ class ChatEngine(Protocol):
 
 
 @runtime_checkable
+class FormatChecker(Protocol):
+    """A chat engine that enforces `response_format` in a way some formats cannot take (the local
+    model's grammar), and says which before it is called."""
+
+    def check_format(self, response_format: dict[str, Any]) -> None:
+        """Raise `EngineError(400)` for a `response_format` this engine cannot enforce, as
+        `chat` would once called; quick (no model call, no queue)."""
+        ...
+
+
+@runtime_checkable
 class PromptCounter(Protocol):
     """A chat engine that can count a chat's prompt without running it (what
     `/v1/responses/input_tokens` answers)."""

@@ -29,15 +29,15 @@ from maestrale.responses.schemas import ResponseCreate, ResponseInputs
 from maestrale.responses.tables import StoredResponse
 from maestrale.responses.tools import completion_args, conversation_tools
 
-# What `include` may ask for (OpenAI's values); each is accepted, those this server has nothing
-# for (reasoning, logprobs, sources of a search it does not report) add nothing.
+# What `include` may ask for (OpenAI's values) but the log-probabilities (refused, as
+# `top_logprobs` is): each adds the data of an item type this server's responses do not hold
+# (tool call items, reasoning), so nothing.
 INCLUDES = frozenset(
     {
         "code_interpreter_call.outputs",
         "computer_call_output.output.image_url",
         "file_search_call.results",
         "message.input_image.image_url",
-        "message.output_text.logprobs",
         "reasoning.encrypted_content",
         "web_search_call.action.sources",
         "web_search_call.results",
@@ -94,10 +94,10 @@ def _check(body: ResponseInputs) -> None:
     if isinstance(body, ResponseCreate):
         if body.background and body.store is False:
             raise BadRequest("a background response must be stored (`store` true)", param="store")
-        if body.top_logprobs:
+        if body.top_logprobs or "message.output_text.logprobs" in (body.include or ()):
             raise UnsupportedParameter(
-                "top_logprobs is not served on responses (use /v1/chat/completions)",
-                param="top_logprobs",
+                "log-probabilities are not served on responses (use /v1/chat/completions)",
+                param="top_logprobs" if body.top_logprobs else "include",
             )
         unknown = sorted(set(body.include or ()) - INCLUDES)
         if unknown:
@@ -112,6 +112,14 @@ def _conversation_id(value: str | dict[str, Any] | None) -> str | None:
     if value is None or (isinstance(value, str) and 0 < len(value) <= 200):
         return value
     raise BadRequest("`conversation` must be a conversation id", param="conversation")
+
+
+def _position(items: list[dict[str, Any]], item_id: str, param: str) -> int:
+    """Where the item a page cursor names is (400 for one that is not there)."""
+    for position, item in enumerate(items):
+        if item["id"] == item_id:
+            return position
+    raise BadRequest(f"no input item {item_id!r} in this response", param=param)
 
 
 class ResponsesService:
@@ -166,14 +174,10 @@ class ResponsesService:
         items = [item for e in entries if (item := input_item(e)) is not None]
         if order == "desc":
             items.reverse()
-        ids = [item["id"] for item in items]
-        for cursor, keep in ((after, slice(1, None)), (before, slice(None, 0))):
-            if cursor is not None:
-                if cursor not in ids:
-                    raise BadRequest(f"no input item {cursor!r} in this response", param="after")
-                at = ids.index(cursor)
-                items = items[at + 1 :] if keep.start == 1 else items[:at]
-                ids = [item["id"] for item in items]
+        if after is not None:
+            items = items[_position(items, after, "after") + 1 :]
+        if before is not None:
+            items = items[: _position(items, before, "before")]
         page = items[:limit]
         return {
             "object": "list",

@@ -27,6 +27,7 @@ from maestrale.completions.schemas import ChatCompletionRequest, Message
 from maestrale.completions.validation import (
     InvalidRequest,
     check_chunks,
+    check_format,
     check_max_tokens,
     engine_messages,
     validate_chat,
@@ -214,6 +215,7 @@ async def check_turn(
     call.extra = {**(params.metadata or {}), **extra} if extra else (params.metadata or {})
     check_messages(wire, special, call.spec)
     validate_chat(params.model_copy(update={"messages": [PROBE]}), call.spec)
+    check_format(params, call.engine)
     check_max_tokens(call.spec, params.max_tokens, chars)
     return CheckedTurn(call, params, wire, built, chars)
 

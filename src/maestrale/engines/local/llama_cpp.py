@@ -100,6 +100,7 @@ from maestrale.engines.local.llama_calls import call_chance, drafted_call, token
 from maestrale.engines.local.llama_generate import (
     Outcome,
     Sampling,
+    check_format,
     continuation_logprob,
     generate,
     grammar_for,
@@ -209,6 +210,10 @@ class LlamaCppEngine:
     def chat_options(self) -> frozenset[str]:
         """See `OPTIONS`."""
         return OPTIONS
+
+    def check_format(self, response_format: dict[str, Any]) -> None:
+        """`FormatChecker`: a JSON schema the grammar cannot express is refused up front."""
+        check_format(response_format)
 
     async def load(self) -> None:
         """Load the model now rather than on the first request (e.g. at start-up)."""

@@ -176,20 +176,36 @@ def grammar_for(
         return checked_grammar(vocab, json_gbnf(budget))
     if kind != "json_schema":
         return None
-    spec = (response_format or {}).get("json_schema")
-    schema = spec.get("schema") if isinstance(spec, dict) else None
-    if not isinstance(schema, dict):
+    schema = _schema_of(response_format)
+    if schema is None:
         # A json_schema format without a schema constrains nothing beyond JSON itself.
         return checked_grammar(vocab, json_gbnf(budget))
+    return checked_grammar(vocab, _converted(schema, budget))
+
+
+def check_format(response_format: dict[str, Any]) -> None:
+    """`EngineError(400)` for a JSON schema `grammar_for` cannot convert, found without the
+    model (before a stream opens)."""
+    schema = _schema_of(response_format) if response_format.get("type") == "json_schema" else None
+    if schema is not None:
+        _converted(schema, None)
+
+
+def _schema_of(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    spec = (response_format or {}).get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+def _converted(schema: dict[str, Any], budget: int | None) -> str:
     try:
-        gbnf = schema_gbnf(schema, budget)
+        return schema_gbnf(schema, budget)
     except Exception as exc:  # the converter raises whatever it meets; all mean "unsupported"
         raise EngineError(
             400,
             f"json_schema: unsupported schema for the local model ({exc})",
             code="invalid_request",
         ) from exc
-    return checked_grammar(vocab, gbnf)
 
 
 def _stop_at(text: str, stops: list[str], start: int) -> tuple[int, str] | None:
