@@ -84,7 +84,6 @@ Behaviour:
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
@@ -94,7 +93,6 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from llama_cpp.llama_grammar import LlamaGrammar
 
 from maestrale.engines.local.llama_calls import call_chance, drafted_call, tokens, write_call
 from maestrale.engines.local.llama_generate import (
@@ -103,8 +101,8 @@ from maestrale.engines.local.llama_generate import (
     check_format,
     continuation_logprob,
     generate,
-    grammar_for,
 )
+from maestrale.engines.local.llama_jobs import Job, chat_job, fim_job, sampling, text_job
 from maestrale.engines.local.llama_model import (
     LlamaOptions,
     LoadedModel,
@@ -118,7 +116,6 @@ from maestrale.engines.local.llama_tools import (
     CALL_PREFIX,
     TOOL_TAG,
     CallGrammars,
-    ToolPlan,
     parse_call,
     tool_call,
 )
@@ -138,35 +135,11 @@ from maestrale.engines.types import (
 
 __all__ = ["LlamaCppEngine", "create_engine"]
 
-DEFAULT_TEMPERATURE = 0.7
-_SEEDS = 2**32 - 1  # llama.cpp reads 0xFFFFFFFF as "pick a random seed"
 # The `CHAT_OPTIONS` it honours; the prompt's log-probabilities would need every position's
 # logits kept (llama.cpp's `logits_all`), which the shared context does not.
 OPTIONS = frozenset({"top_k", "repetition_penalty", "min_tokens", "logprobs"})
 
 Emit = Callable[[ChatChunk], None]
-
-
-@dataclass(slots=True)
-class _Job:
-    """One request, ready for the worker thread: prompt tokens and how to sample each choice."""
-
-    prompt: list[int]
-    n: int
-    max_tokens: int | None
-    temperature: float | None
-    top_p: float | None
-    seed: int | None
-    stop: list[str] = field(default_factory=list)
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    grammar: LlamaGrammar | None = None
-    tools: ToolPlan | None = None
-    variant: Path | None = None  # a fine-tuned model's GGUF, else the base
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    min_tokens: int | None = None
-    logprobs: int | None = None  # alternatives per token; None: no log-probabilities
 
 
 @dataclass(slots=True)
@@ -243,11 +216,11 @@ class LlamaCppEngine:
         """Stream a raw text completion token by token."""
         return self._streamed(lambda: self._text_job(request))
 
-    async def _once(self, job: Callable[[], _Job]) -> ChatResult:
+    async def _once(self, job: Callable[[], Job]) -> ChatResult:
         """Run the job `job()` builds (on the worker thread, which holds the model)."""
         return await self._worker.run(lambda cancel: self._run(job(), None, cancel))
 
-    async def _streamed(self, job: Callable[[], _Job]) -> AsyncIterator[ChatChunk]:
+    async def _streamed(self, job: Callable[[], Job]) -> AsyncIterator[ChatChunk]:
         """Stream the job `job()` builds; closing the stream stops the generation."""
         stream = self._worker.stream(lambda emit, cancel: self._run(job(), emit, cancel))
         async with aclosing(stream):
@@ -322,123 +295,25 @@ class LlamaCppEngine:
         budget = min(wanted, self._options.max_call_tokens)
         return chat_prompt(model, request, self.grammars, budget)
 
-    def _chat_job(self, request: ChatRequest) -> _Job:
+    def _chat_job(self, request: ChatRequest) -> Job:
         variant = variant_path(request.weights)
         model = self._model(variant)
-        chat = self._chat_prompt(request, model)
-        prompt, tools = chat.tokens, chat.tools
-        return _Job(
-            prompt=prompt,
-            n=max(request.n, 1),
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            seed=request.random_seed,
-            stop=list(request.stop),
-            presence_penalty=request.presence_penalty,
-            frequency_penalty=request.frequency_penalty,
-            grammar=grammar_for(
-                model.vocab,
-                request.response_format,
-                self._budget(request, model.n_ctx - len(prompt)),
-            ),
-            tools=tools,
-            variant=variant,
-            top_k=request.top_k,
-            repetition_penalty=request.repetition_penalty,
-            min_tokens=request.min_tokens,
-            logprobs=request.logprobs,
-        )
+        prompt = self._chat_prompt(request, model)
+        return chat_job(model, variant, request, prompt, self._options.default_max_tokens)
 
-    def _budget(self, request: ChatRequest, room: int) -> int:
-        """The most tokens the answer to `request` may have, `room` being what is left of the
-        context: what bounds its grammar."""
-        wanted = request.max_tokens
-        if wanted is None:
-            wanted = self._options.default_max_tokens
-        return max(1, min(wanted, room))
-
-    def _text_job(self, request: TextRequest) -> _Job:
-        # As FIM without FIM tokens: the model's BOS (when it wants one), then the prompt.
+    def _text_job(self, request: TextRequest) -> Job:
         variant = variant_path(request.weights)
-        llm = self._model(variant).llm
-        prompt = llm.tokenize(request.prompt.encode("utf-8"), add_bos=True)
-        return _Job(
-            prompt=prompt or [llm.token_bos()],
-            n=max(request.n, 1),
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            seed=request.random_seed,
-            stop=list(request.stop),
-            presence_penalty=request.presence_penalty,
-            frequency_penalty=request.frequency_penalty,
-            variant=variant,
-            logprobs=request.logprobs,
-        )
+        return text_job(self._model(variant), variant, request)
 
-    def _fim_job(self, request: FimRequest) -> _Job:
-        # `add_bos=True` adds BOS only when the model asks for it, so this is the model's prefix.
+    def _fim_job(self, request: FimRequest) -> Job:
         variant = variant_path(request.weights)
-        model = self._model(variant)
-        llm, vocab = model.llm, model.vocab
-        start = llm.tokenize(b"", add_bos=True)
-        prefix = llm.tokenize(request.prompt.encode("utf-8"), add_bos=False)
-        if vocab.has_fim:
-            suffix = llm.tokenize((request.suffix or "").encode("utf-8"), add_bos=False)
-            prompt = [
-                *start,
-                vocab.fim_prefix,
-                *prefix,
-                vocab.fim_suffix,
-                *suffix,
-                vocab.fim_middle,
-            ]
-        else:
-            prompt = [*start, *prefix] or [llm.token_bos()]
-        return _Job(
-            prompt=prompt,
-            n=1,
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            seed=request.random_seed,
-            stop=list(request.stop),
-            variant=variant,
-        )
+        return fim_job(self._model(variant), variant, request)
 
-    def _sampling(self, job: _Job, choice: int, room: int) -> Sampling:
-        seed = job.seed if job.seed is not None else self._options.seed
-        reproducible = seed is not None or job.temperature == 0
-        if seed is None:
-            seed = secrets.randbelow(_SEEDS)
-        return Sampling(
-            max_tokens=min(
-                job.max_tokens if job.max_tokens is not None else self._options.default_max_tokens,
-                room,
-            ),
-            temperature=job.temperature if job.temperature is not None else DEFAULT_TEMPERATURE,
-            top_p=job.top_p if job.top_p is not None else 1.0,
-            seed=(seed + choice) % _SEEDS,
-            stop=job.stop,
-            presence_penalty=job.presence_penalty or 0.0,
-            frequency_penalty=job.frequency_penalty or 0.0,
-            # JSON repeats its punctuation by nature: penalising repeats there breaks the
-            # structure the grammar asks for, so only free text gets the default penalty.
-            repeat_penalty=job.repetition_penalty
-            if job.repetition_penalty is not None
-            else 1.0
-            if job.grammar is not None
-            else self._options.repeat_penalty,
-            grammar=job.grammar,
-            fresh=reproducible,
-            top_k=job.top_k if job.top_k is not None else 40,
-            min_tokens=job.min_tokens or 0,
-            ends=self._ends(self._model(job.variant)) if job.min_tokens else None,
-            logprobs=job.logprobs,
-        )
+    def _sampling(self, job: Job, choice: int, room: int) -> Sampling:
+        ends = self._ends(self._model(job.variant)) if job.min_tokens else None
+        return sampling(job, choice, room, self._options, ends)
 
-    def _run(self, job: _Job, emit: Emit | None, cancel: threading.Event) -> ChatResult:
+    def _run(self, job: Job, emit: Emit | None, cancel: threading.Event) -> ChatResult:
         """Generate every choice of `job`, emitting stream chunks when `emit` is given."""
         model = self._model(job.variant)
         if len(job.prompt) >= model.n_ctx:
@@ -482,7 +357,7 @@ class LlamaCppEngine:
     def _choice(
         self,
         model: LoadedModel,
-        job: _Job,
+        job: Job,
         sampling: Sampling,
         index: int,
         emit: Emit | None,
