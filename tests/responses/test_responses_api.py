@@ -94,6 +94,11 @@ async def test_a_stored_chain_continues_its_conversation(client: httpx.AsyncClie
     await client.delete(f"/v1/responses/{first['id']}")
     assert len((await client.get("/v1/conversations")).json()) == 1
     assert (await client.get(f"/v1/responses/{second['id']}")).status_code == 200
+    # A response added to a conversation it did not start leaves the conversation be.
+    conversation = conversations[0]["id"]
+    added = await create(client, input="more", conversation=conversation)
+    await client.delete(f"/v1/responses/{added['id']}")
+    assert [c["id"] for c in (await client.get("/v1/conversations")).json()] == [conversation]
 
 
 async def test_function_tools_round_trip(client: httpx.AsyncClient) -> None:

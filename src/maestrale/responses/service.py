@@ -188,8 +188,9 @@ class ResponsesService:
         }
 
     async def delete(self, response_id: str) -> dict[str, Any]:
-        """Delete a response; the conversation it is a turn of goes with it unless later
-        responses continue it (their context holds its turn)."""
+        """Delete a response; the conversation it started goes with it unless other responses
+        continue it (their context holds its turn). A conversation it did not start (one named
+        by `conversation`, or the chain of an earlier response) stays."""
         row = await self.row(response_id)
         if row.status in RUNNING:
             raise Conflict(
@@ -197,8 +198,10 @@ class ResponsesService:
             )
         conversation_id = row.conversation_id
         await self.repo.delete(row)
-        if conversation_id is not None and not await self.repo.others_of(
-            conversation_id, response_id
+        if (
+            conversation_id is not None
+            and row.started
+            and not await self.repo.others_of(conversation_id, response_id)
         ):
             await self.conversations.delete(conversation_id)
         return {"id": response_id, "object": "response.deleted", "deleted": True}
@@ -291,6 +294,7 @@ class ResponsesService:
                 finished(result),
                 new=not planned.body.background,
                 conversation_id=prepared.conversation_id,
+                started=prepared.create is not None,
                 first_seq=first,
                 input_count=len(prepared.added),
                 end_seq=first + len(prepared.added) + len(result.outputs) - result.lead,
@@ -332,6 +336,7 @@ class ResponsesService:
         await self.repo.insert(
             id=response["id"],
             status="queued",
+            started=False,
             previous_response_id=body.previous_response_id,
             body=response,
             request=self._kept_request(body),

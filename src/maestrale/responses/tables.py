@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from maestrale.core.clock import utcnow
@@ -34,6 +34,9 @@ class StoredResponse(WorkspaceScoped, Base):
     input_count: Mapped[int] = mapped_column(Integer, default=0)
     end_seq: Mapped[int] = mapped_column(Integer, default=0)
     previous_response_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    # Whether this response started its conversation (a first turn, or a branch's copy): the
+    # conversation is deleted with it when no other response continues it.
+    started: Mapped[bool] = mapped_column(Boolean, default=False)
     body: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     request: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)
     job_id: Mapped[str | None] = mapped_column(String(64), default=None)

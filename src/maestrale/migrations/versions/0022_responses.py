@@ -29,6 +29,7 @@ def upgrade() -> None:
         sa.Column("input_count", sa.Integer(), nullable=False),
         sa.Column("end_seq", sa.Integer(), nullable=False),
         sa.Column("previous_response_id", sa.String(length=200), nullable=True),
+        sa.Column("started", sa.Boolean(), nullable=False),
         sa.Column("body", JSON, nullable=False),
         sa.Column("request", JSON, nullable=True),
         sa.Column("job_id", sa.String(length=64), nullable=True),
