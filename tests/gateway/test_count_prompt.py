@@ -4,7 +4,7 @@ reserved) nor accounted; a 400 naming the model for an engine that cannot count.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -18,6 +18,7 @@ from maestrale.engines.types import ChatChunk, ChatRequest, ChatResult, Usage
 from maestrale.gateway.capabilities import CHAT
 from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller, CallInfo
+from tests.gateway.test_release import Rows
 
 CALLER = Caller("org", "ws")
 
@@ -49,16 +50,6 @@ class Hook:
         self, call: CallInfo, reservation: object | None, usage: Usage, cost: float
     ) -> None:
         pass
-
-
-class Rows:
-    """Stands in for the Recorder: keeps the usage rows."""
-
-    def __init__(self) -> None:
-        self.usage: list[dict[str, Any]] = []
-
-    def record(self, usage: dict[str, Any], event: dict[str, Any] | None = None) -> None:
-        self.usage.append(usage)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from maestrale.conversations.executors import ConversationServices, conversation_service
 from maestrale.core.blobs import BlobStore
 from maestrale.core.jobs.worker import JobContext, JobInterrupted, JobRegistry
+from maestrale.core.uow import UnitOfWork
 from maestrale.gateway.hooks import Caller
 from maestrale.responses.events import ResponseEvents
 from maestrale.responses.files import InputFiles
@@ -36,7 +37,7 @@ class BackgroundResponses:
     def __init__(self, services: ResponseServices) -> None:
         self.services = services
 
-    def _service(self, work: Any, caller: Caller) -> ResponsesService:
+    def _service(self, work: UnitOfWork, caller: Caller) -> ResponsesService:
         conversations = conversation_service(self.services, work, caller, source="api")
         files = InputFiles.of(self.services.settings, self.services.blobs)
         return ResponsesService(work, conversations.tenant, conversations, files=files)

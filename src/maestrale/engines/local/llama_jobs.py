@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +45,20 @@ class Job:
     logprobs: int | None = None  # alternatives per token; None: no log-probabilities
 
 
+def _sampled(request: ChatRequest | TextRequest) -> dict[str, Any]:
+    """The sampling fields chat and text requests share, as a job's."""
+    return {
+        "n": max(request.n, 1),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "seed": request.random_seed,
+        "stop": list(request.stop),
+        "presence_penalty": request.presence_penalty,
+        "frequency_penalty": request.frequency_penalty,
+    }
+
+
 def budget(request: ChatRequest, room: int, default_max_tokens: int) -> int:
     """The most tokens the answer to `request` may have, `room` being what is left of the
     context: what bounds its grammar."""
@@ -64,14 +79,7 @@ def chat_job(
     room = model.n_ctx - len(chat.tokens)
     return Job(
         prompt=chat.tokens,
-        n=max(request.n, 1),
-        max_tokens=request.max_tokens,
-        temperature=request.temperature,
-        top_p=request.top_p,
-        seed=request.random_seed,
-        stop=list(request.stop),
-        presence_penalty=request.presence_penalty,
-        frequency_penalty=request.frequency_penalty,
+        **_sampled(request),
         grammar=grammar_for(
             model.vocab, request.response_format, budget(request, room, default_max_tokens)
         ),
@@ -91,14 +99,7 @@ def text_job(model: LoadedModel, variant: Path | None, request: TextRequest) -> 
     prompt = llm.tokenize(request.prompt.encode("utf-8"), add_bos=True)
     return Job(
         prompt=prompt or [llm.token_bos()],
-        n=max(request.n, 1),
-        max_tokens=request.max_tokens,
-        temperature=request.temperature,
-        top_p=request.top_p,
-        seed=request.random_seed,
-        stop=list(request.stop),
-        presence_penalty=request.presence_penalty,
-        frequency_penalty=request.frequency_penalty,
+        **_sampled(request),
         variant=variant,
         logprobs=request.logprobs,
     )
