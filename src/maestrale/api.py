@@ -10,8 +10,13 @@ from maestrale.admin.router import router as admin_router
 from maestrale.admin.service_accounts.router import router as service_accounts_router
 from maestrale.agents.completions import router as agent_completions_router
 from maestrale.agents.router import router as agents_router
+from maestrale.audio.client_sessions.router import router as client_sessions_router
 from maestrale.audio.realtime.router import router as audio_realtime_router
 from maestrale.audio.router import router as audio_router
+from maestrale.audio.speech.realtime.router import router as speech_realtime_router
+from maestrale.audio.speech.router import router as speech_router
+from maestrale.audio_agents.realtime.route import router as voice_session_router
+from maestrale.audio_agents.router import router as audio_agents_router
 from maestrale.batch.router import router as batch_router
 from maestrale.catalog.router import router as catalog_router
 from maestrale.classifiers.router import router as classifiers_router
@@ -27,6 +32,8 @@ from maestrale.observability.events.router import router as observability_events
 from maestrale.observability.judges.router import router as observability_judges_router
 from maestrale.ocr.router import router as ocr_router
 from maestrale.responses.router import router as responses_router
+from maestrale.voices.router import router as voices_router
+from maestrale.voices.router import router_v2 as voices_v2_router
 from maestrale.workflows.router import router as workflows_router
 
 api_router = APIRouter(prefix="/v1")
@@ -34,9 +41,14 @@ api_router.include_router(agent_completions_router)
 api_router.include_router(agents_router)
 api_router.include_router(audio_realtime_router)
 api_router.include_router(audio_router)
+api_router.include_router(speech_realtime_router)
+api_router.include_router(speech_router)
+api_router.include_router(audio_agents_router)
+api_router.include_router(voice_session_router)
 api_router.include_router(batch_router)
 api_router.include_router(catalog_router)
 api_router.include_router(classifiers_router)
+api_router.include_router(client_sessions_router)
 api_router.include_router(completions_router)
 api_router.include_router(connectors_router)
 api_router.include_router(conversations_router)
@@ -51,6 +63,7 @@ api_router.include_router(observability_judges_router)
 api_router.include_router(ocr_router)
 api_router.include_router(responses_router)
 api_router.include_router(service_accounts_router)
+api_router.include_router(voices_router)
 api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.
 api_router.include_router(admin_router)
@@ -63,4 +76,5 @@ api_router.include_router(admin_router)
 # `app.dependency_overrides` does not reach them (nothing here uses it).
 _included = APIRouter()
 _included.include_router(api_router)
+_included.include_router(voices_v2_router)  # /v2/audio/voices
 API_ROUTES: tuple[BaseRoute, ...] = tuple(_included.routes)

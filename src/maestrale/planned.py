@@ -11,18 +11,11 @@ from starlette.exceptions import HTTPException
 
 from maestrale.core.errors import error_body
 
-VOICE = "voice: speech, voices, audio agents and sessions (issue 35)"
 TRACES = "traces, spans, logs and evaluations (issue 36)"
 REGISTRIES = "prompts, skills, webhooks and triggers (issue 37)"
 SEARCH = "context search indexes and RAG deployments (issue 38)"
 
 PLANNED: dict[str, str] = {
-    "/v1/audio/speech": VOICE,
-    "/v1/audio/voices": VOICE,
-    "/v2/audio/voices": VOICE,
-    "/v1/audio/agents": VOICE,
-    "/v1/audio/sessions": VOICE,
-    "/v1/client/sessions": VOICE,
     **{
         f"/v1/observability/{name}": TRACES
         for name in (

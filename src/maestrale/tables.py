@@ -5,12 +5,14 @@ from maestrale.admin import tables as admin_tables
 from maestrale.admin.groups import tables as admin_group_tables
 from maestrale.admin.users import tables as admin_user_tables
 from maestrale.agents import tables as agent_tables
+from maestrale.audio_agents import tables as audio_agent_tables
 from maestrale.batch import tables as batch_tables
 from maestrale.catalog import tables as catalog_tables
 from maestrale.connectors import tables as connector_tables
 from maestrale.console import tables as console_tables
 from maestrale.conversations import tables as conversation_tables
 from maestrale.core.auth import tables as auth_tables
+from maestrale.core.auth.client_sessions import tables as client_session_tables
 from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
 from maestrale.files import tables as file_tables
@@ -23,6 +25,7 @@ from maestrale.observability.datasets import tables as observability_dataset_tab
 from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
 from maestrale.responses import tables as response_tables
+from maestrale.voices import tables as voice_tables
 from maestrale.workflows.events import tables as workflow_event_tables
 from maestrale.workflows.executions import tables as workflow_execution_tables
 from maestrale.workflows.registry import tables as workflow_registry_tables
@@ -45,9 +48,11 @@ __all__ = [
     "admin_tables",
     "admin_user_tables",
     "agent_tables",
+    "audio_agent_tables",
     "auth_tables",
     "batch_tables",
     "catalog_tables",
+    "client_session_tables",
     "connector_tables",
     "console_tables",
     "conversation_tables",
@@ -64,6 +69,7 @@ __all__ = [
     "observability_event_tables",
     "observability_judge_tables",
     "response_tables",
+    "voice_tables",
     "workflow_event_tables",
     "workflow_execution_tables",
     "workflow_registry_tables",

@@ -143,6 +143,15 @@ class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings):
     audio_max_seconds: float = Field(
         default=3600.0, gt=0, description="longest audio to transcribe, in seconds (413)"
     )
+    voice_sample_max_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1, description="largest sample of a custom voice (413)"
+    )
+    voice_sample_max_seconds: float = Field(
+        default=300.0, gt=0, description="longest sample of a custom voice, in seconds (400)"
+    )
+    speech_max_characters: int = Field(
+        default=4096, ge=1, description="longest text one speech request may speak (400)"
+    )
     similar_events_model: str = Field(
         default="mistral-embed", description="embeddings model of similar chat completion events"
     )

@@ -16,6 +16,7 @@ from maestrale.engines.moderation_types import (
     ModerationResult,
 )
 from maestrale.engines.ocr_types import OcrImage, OcrLine
+from maestrale.engines.speech_types import EngineVoice, SpeechChunk, SpeechRequest
 from maestrale.engines.transcription_types import (
     RealtimeTranscriptionRequest,
     TranscriptionEvent,
@@ -177,6 +178,22 @@ class HearsByTranscription(Protocol):
 
     def hears_by_transcription(self) -> bool:
         """True: the marker of this Protocol."""
+        ...
+
+
+@runtime_checkable
+class SpeechEngine(Protocol):
+    # Whether `SpeechRequest.reference` (a custom voice's sample) is honoured.
+    clones: bool
+
+    def voices(self, model: str) -> list[EngineVoice]:
+        """The voices the engine speaks `model` in, its default first."""
+        ...
+
+    def synthesize(self, request: SpeechRequest) -> AsyncIterator[SpeechChunk]:
+        """Speak `request.text`: PCM chunks, one per sentence (or smaller) as each is ready,
+        so the first is out before the whole text is spoken; raise `EngineError` on failure
+        (400 for an unknown voice)."""
         ...
 
 

@@ -47,6 +47,10 @@ ENGINES: Mapping[str, tuple[str, str | None]] = MappingProxyType(
             "maestrale.engines.openai_compat.transcription:create_engine",
             None,
         ),
+        "builtin_speech": ("maestrale.engines.builtin.speech:create_engine", None),
+        "piper": ("maestrale.engines.local.piper:create_engine", "speech"),
+        "espeak": ("maestrale.engines.local.espeak:create_engine", None),
+        "openai_compat_speech": ("maestrale.engines.openai_compat.speech:create_engine", None),
     }
 )
 

@@ -16,6 +16,7 @@ from maestrale.engines.protocols import (
     ModerationEngine,
     OcrEngine,
     RealtimeTranscriptionEngine,
+    SpeechEngine,
     TextCompletionEngine,
     TranscriptionEngine,
 )
@@ -69,11 +70,14 @@ TRANSCRIPTION_REALTIME: Final[Capability[RealtimeTranscriptionEngine]] = Capabil
     RealtimeTranscriptionEngine,
     "realtime audio transcription",
 )
+SPEECH: Final[Capability[SpeechEngine]] = Capability(
+    "audio_speech", "audio_speech", SpeechEngine, "speech synthesis"
+)
 
 # By endpoint name (the `endpoint` of usage records and limits).
 CAPABILITIES: Mapping[str, Capability[object]] = MappingProxyType(
     {
         c.endpoint: c
-        for c in (CHAT, FIM, EMBEDDINGS, MODERATIONS, CLASSIFICATIONS, OCR, TRANSCRIPTION)
+        for c in (CHAT, FIM, EMBEDDINGS, MODERATIONS, CLASSIFICATIONS, OCR, TRANSCRIPTION, SPEECH)
     }
 )

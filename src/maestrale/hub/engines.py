@@ -1,7 +1,7 @@
 """Heavy engines loaded once per machine: the hub hosts the engines that load model weights into
-the process (llama.cpp, e5, Whisper, PocketSphinx, RapidOCR), and each server process gets a
-proxy per model that offers exactly the capabilities of the engine it stands for (the gateway
-checks them with `isinstance`), each method a hub call or stream.
+the process (llama.cpp, e5, Whisper, PocketSphinx, RapidOCR, Piper), and each server process
+gets a proxy per model that offers exactly the capabilities of the engine it stands for (the
+gateway checks them with `isinstance`), each method a hub call or stream.
 
 The moderation and classifier engines stay in each process: they are small heads over an
 embeddings model, which they reach through the caller's embedder (a callback into the process's
@@ -37,13 +37,23 @@ CALLS = (
     "process_document",
     "transcribe",
 )
-STREAMS = ("chat_stream", "fim_stream", "transcribe_stream", "transcribe_realtime")
+STREAMS = (
+    "chat_stream",
+    "fim_stream",
+    "transcribe_stream",
+    "transcribe_realtime",
+    "synthesize",
+)
 VALUES = ("hears_by_transcription",)
+# Plain attributes, read once (a speech engine's `clones`), and methods of the model, answered
+# once for the model served (a speech engine's `voices(model)`).
+ATTRIBUTES = ("clones",)
+OF_MODEL = ("voices",)
 # Streams whose request carries its input as a queue (`audio`): it is fed through the hub.
 FED = {"transcribe_realtime": "audio"}
 
 
-HOSTED = frozenset({"llama_cpp", "e5", "faster_whisper", "pocketsphinx", "rapidocr"})
+HOSTED = frozenset({"llama_cpp", "e5", "faster_whisper", "pocketsphinx", "rapidocr", "piper"})
 
 
 def hosted(engine: str) -> bool:
@@ -58,6 +68,8 @@ class Description:
     calls: tuple[str, ...] = ()
     streams: tuple[str, ...] = ()
     values: Mapping[str, Any] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    of_model: Mapping[str, Any] = field(default_factory=dict)
 
 
 class EngineHost:
@@ -76,6 +88,14 @@ class EngineHost:
                 calls=tuple(name for name in CALLS if hasattr(engine, name)),
                 streams=tuple(name for name in STREAMS if hasattr(engine, name)),
                 values={name: getattr(engine, name)() for name in VALUES if hasattr(engine, name)},
+                attributes={
+                    name: getattr(engine, name) for name in ATTRIBUTES if hasattr(engine, name)
+                },
+                of_model={
+                    name: getattr(engine, name)(spec.id)
+                    for name in OF_MODEL
+                    if hasattr(engine, name)
+                },
             )
         return described
 
@@ -164,10 +184,16 @@ def _value(value: Any) -> Callable[[RemoteEngine], Any]:
     return lambda self: value
 
 
+def _of_model(value: Any) -> Callable[[RemoteEngine, str], Any]:
+    return lambda self, model: value
+
+
 def proxy_class(description: Description) -> type[RemoteEngine]:
     namespace: dict[str, Any] = {name: _call(name) for name in description.calls}
     namespace.update({name: _stream(name) for name in description.streams})
     namespace.update({name: _value(value) for name, value in description.values.items()})
+    namespace.update(description.attributes)
+    namespace.update({name: _of_model(value) for name, value in description.of_model.items()})
     return type("RemoteEngine", (RemoteEngine,), namespace)
 
 

@@ -17,12 +17,11 @@ closing with 1008 (the client's fault) or 1011.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
-import orjson
 from starlette.websockets import WebSocket
 
+from maestrale.audio.realtime.duplex import IDLE_SECONDS, DuplexSession, IdleClient, receive_frame
 from maestrale.audio.realtime.messages import (
     Append,
     ClientMessage,
@@ -46,22 +45,12 @@ from maestrale.engines.transcription_types import (
 from maestrale.gateway.call import Call
 from maestrale.gateway.gateway import Gateway
 
-IDLE_SECONDS = 60.0
 # Chunks queued ahead of the engine (each at most 256 KiB): past this the reader waits.
 QUEUE_CHUNKS = 64
 DEFAULT_INTERVAL_SECONDS = 1.0
 
 
-class IdleClient(AppError):
-    status_code = 408
-    code = "client_idle"
-
-
-class _Gone(Exception):
-    """The client is gone: nothing more can be sent."""
-
-
-class RealtimeSession:
+class RealtimeSession(DuplexSession):
     def __init__(
         self,
         websocket: WebSocket,
@@ -70,7 +59,7 @@ class RealtimeSession:
         request_id: str,
         max_seconds: float,
     ) -> None:
-        self.websocket = websocket
+        super().__init__(websocket)
         self.gateway = gateway
         self.call = call
         self.request_id = request_id
@@ -85,46 +74,11 @@ class RealtimeSession:
         )
         self.audio_started = False
         self.ended = False
-        self._sending = asyncio.Lock()
 
     def _session(self) -> dict[str, Any]:
         return session_body(
             self.request_id, self.call.model, self.request.audio_format, self.delay_ms
         )
-
-    async def _send(self, body: dict[str, Any]) -> None:
-        async with self._sending:
-            try:
-                await self.websocket.send_text(orjson.dumps(body).decode())
-            except Exception as exc:  # closed under us: the client went away
-                raise _Gone from exc
-
-    async def _close(self, code: int) -> None:
-        with contextlib.suppress(Exception):
-            await self.websocket.close(code)
-
-    async def _fail(self, error: AppError) -> None:
-        """Send the fatal `error` event and close."""
-        with contextlib.suppress(_Gone):
-            await self._send(error_body(error))
-        await self._close(1011 if error.status_code >= 500 else 1008)
-
-    async def run(self) -> None:
-        """Serve the session until it ends; the call is accounted by then."""
-        tasks = {
-            asyncio.create_task(self._write(), name="realtime-writer"),
-            asyncio.create_task(self._read(), name="realtime-reader"),
-        }
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # The reader ends when the client goes away (the writer's stream is then closed
-            # and accounted as abandoned); the writer ends with the session.
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, _Gone):
-                    await task
 
     async def _write(self) -> None:
         shaper = EventBodies(self.call.model, [])
@@ -155,17 +109,14 @@ class RealtimeSession:
         while True:
             timeout = None if self.ended else IDLE_SECONDS
             try:
-                message = await asyncio.wait_for(self.websocket.receive(), timeout)
+                frame = await receive_frame(self.websocket, timeout)
             except TimeoutError:
                 await self._fail(
                     IdleClient(f"no message for {IDLE_SECONDS:g} seconds before input_audio.end")
                 )
                 return
-            if message["type"] == "websocket.disconnect":
-                return
-            frame = message.get("text")
             if frame is None:
-                frame = message.get("bytes") or b""
+                return
             try:
                 await self._handle(parse(frame))
             except AppError as exc:  # the message is ignored; the session goes on

@@ -14,6 +14,7 @@ from starlette.requests import HTTPConnection
 
 from maestrale.core.app_services import app_services
 from maestrale.core.auth.cache import KeyCache
+from maestrale.core.auth.client_sessions.authenticate import minting_key_hash, presented_secret
 from maestrale.core.auth.keys import hash_key
 from maestrale.core.auth.principal import Principal, Tenant
 from maestrale.core.auth.repository import KeyRepository
@@ -26,11 +27,16 @@ _BEARER = "bearer "
 
 
 async def resolve_key(request: HTTPConnection, key: str) -> Principal | None:
+    return await resolve_key_hash(request, hash_key(key))
+
+
+async def resolve_key_hash(request: HTTPConnection, key_hash: str) -> Principal | None:
+    """The principal of a live key by its hash (cached), marked as used; None otherwise."""
     services = app_services(request)
     cache: KeyCache = services.key_cache
     db: Database = services.db
     with span("auth"):
-        principal = await cache.lookup(hash_key(key), partial(_read_key, db))
+        principal = await cache.lookup(key_hash, partial(_read_key, db))
     if principal is None:
         return None
     cache.mark_used(principal.key_id)
@@ -54,15 +60,27 @@ async def standard_principal(request: Request) -> Principal:
 
 
 async def authenticate_standard(request: HTTPConnection) -> Principal:
-    """The principal of the standard key the request (or WebSocket) presents; 401 otherwise."""
-    key = _bearer(request)
-    if key is None:
-        raise Unauthorized(
-            "missing API key: send it as `Authorization: Bearer <key>`", code="missing_api_key"
-        )
-    principal = await resolve_key(request, key)
-    if principal is None:
-        raise Unauthorized("invalid, expired or revoked API key", code="invalid_api_key")
+    """The principal of the standard key the request (or WebSocket) presents; 401 otherwise. A
+    WebSocket may present a client secret of its model instead (`client_sessions`): it acts
+    as the key that minted it."""
+    secret = presented_secret(request)
+    if secret is not None:
+        principal = await resolve_key_hash(request, await minting_key_hash(request, secret))
+        if principal is None:
+            raise Unauthorized(
+                "the API key that minted this client secret is revoked or expired",
+                code="invalid_client_secret",
+            )
+    else:
+        key = _bearer(request)
+        if key is None:
+            raise Unauthorized(
+                "missing API key: send it as `Authorization: Bearer <key>`",
+                code="missing_api_key",
+            )
+        principal = await resolve_key(request, key)
+        if principal is None:
+            raise Unauthorized("invalid, expired or revoked API key", code="invalid_api_key")
     if principal.kind != "standard":
         raise Unauthorized(
             "admin keys open only /v1/admin endpoints; use a workspace API key",

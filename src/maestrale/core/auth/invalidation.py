@@ -1,4 +1,5 @@
-"""Cache invalidation across replicas: revoked keys, archived workspaces, changed limits.
+"""Cache invalidation across replicas: revoked keys, archived workspaces, changed limits, ended
+voice sessions.
 
 Every replica keeps verified keys and organizations' limits in memory (no database read on the
 hot path). A change is applied to the local caches after its transaction committed and published
@@ -24,7 +25,8 @@ from maestrale.core.auth.cache import KeyCache
 log = logging.getLogger("maestrale.invalidation")
 
 CHANNEL = "maestrale:invalidate"
-Kind = Literal["key", "workspace", "limits", "all"]
+# "audio_session": a voice session ended (its socket, on whichever replica serves it, closes).
+Kind = Literal["key", "workspace", "limits", "audio_session", "all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,7 @@ class Invalidator:
             items = orjson.loads(data)
             for item in items:
                 kind = item.get("kind")
-                if kind in ("key", "workspace", "limits", "all"):
+                if kind in ("key", "workspace", "limits", "audio_session", "all"):
                     self.apply(Invalidation(kind, item.get("id")))
         except (orjson.JSONDecodeError, AttributeError, TypeError):
             log.warning("ignored a malformed invalidation message")

@@ -255,6 +255,44 @@ class UpstreamClient:
             raise failure.error
         await asyncio.sleep(wait)
 
+    async def stream_body(
+        self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> AsyncGenerator[bytes, None]:
+        """POST `body` (with `headers` over the defaults) and yield the raw bytes of the answer
+        as they arrive (audio, ...).
+
+        Retried as `post` until the first bytes are passed on; a break after that is
+        `interrupted_error`. Closing the generator closes the upstream response."""
+        url = self._url(path)
+        payload = orjson.dumps(body)
+        deadline = asyncio.get_running_loop().time() + self._timeout
+        attempt = 0
+        while True:
+            started = False
+            failure: _Retry | EngineError
+            try:
+                async with self._request(url, payload, deadline, headers) as response:
+                    try:
+                        if response.status >= 400:
+                            content = await response.read()
+                            failure = _status_failure(response.status, response.headers, content)
+                        else:
+                            while chunk := await response.content.readany():
+                                started = True
+                                yield chunk
+                            return
+                    finally:
+                        if not response.content.is_eof():
+                            response.close()
+            except TimeoutError:
+                raise timeout_error() from None
+            except _TRANSPORT_ERRORS as exc:
+                if started:
+                    raise interrupted_error() from None
+                failure = _transport_failure(exc)
+            await self._retry_or_raise(failure, attempt, deadline, path)
+            attempt += 1
+
     async def stream(self, path: str, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
         """POST `body` and yield the `data` payloads of the SSE answer as they arrive.
 

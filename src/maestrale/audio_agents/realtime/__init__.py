@@ -1,0 +1,2 @@
+"""The voice session WebSocket: transcription → the agent's conversation → speech, with
+barge-in."""
