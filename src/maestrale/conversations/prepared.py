@@ -3,6 +3,7 @@ and the entries it adds; and the small rules of building one (ids, copies of ent
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,3 +68,6 @@ class Prepared:
     max_tool_calls: int | None = None
     # What else to write with the run's entries, in their transaction (a stored response's row).
     on_store: Callable[[TurnsResult], Awaitable[None]] | None = None
+    # Set to end the model's answer where it is (a voice session's barge-in): the text streamed
+    # so far is the turn's message, stored as any other, and no tool call of it runs.
+    stop: asyncio.Event | None = None

@@ -438,6 +438,7 @@ class ConversationService:
             confirmed=prepared.confirmed,
             release=self.work.release,
             max_tool_calls=prepared.max_tool_calls,
+            stop=prepared.stop,
         )
         prepared.finish_reason = result.finish_reason
         return result

@@ -1,10 +1,12 @@
 """The session's conversation: each user turn is a conversation request (a start on the session's
 chat model, instructions and tools the first time, an append after), run by the conversation
 runtime, which stores the turn's entries and holds no transaction while the model answers. An
-answer cut by the user (barge-in) is stored as what was spoken of it."""
+answer cut by the user (barge-in) stops the model where it is and is stored as what was spoken
+of it."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from maestrale.audio_agents.realtime.context import SessionContext
@@ -21,9 +23,11 @@ from maestrale.conversations.schemas import (
 SOURCE = "audio_session"
 
 
-async def converse(ctx: SessionContext, text: str, emit: Emit) -> ConversationResponse:
+async def converse(
+    ctx: SessionContext, text: str, emit: Emit, stop: asyncio.Event
+) -> ConversationResponse:
     """Answer `text` in the session's conversation (started by the first turn), streaming the
-    model's events to `emit`."""
+    model's events to `emit`; `stop` (a barge-in) ends the model's answer where it is."""
     services = ctx.services
     started = ctx.conversation_id is None
     async with services.db.transaction() as work:
@@ -51,6 +55,7 @@ async def converse(ctx: SessionContext, text: str, emit: Emit) -> ConversationRe
         else:
             append = ConversationAppend(inputs=text, store=True)
             prepared = await service.prepare_append(ctx.conversation_id, append)
+        prepared.stop = stop
         response = await service.execute(prepared, emit)
     if started:
         ctx.conversation_id = response.conversation_id

@@ -320,7 +320,7 @@ class VoiceSession:
                     answer.feed(said)
                 else:
                     await self._set_state("thinking")
-                    response = await converse(self.ctx, text, self._emitter(answer))
+                    response = await converse(self.ctx, text, self._emitter(answer), answer.stop)
                 answer.finish()
             except AppError as exc:
                 answer.speaker.cancel()

@@ -44,6 +44,8 @@ class Answer:
         # When each of them started playing and how long its audio is (monotonic seconds).
         self.timeline: list[tuple[float, float]] = []
         self.interrupted = False
+        # Set with `interrupted`: the model's answer ends where it is (see Prepared.stop).
+        self.stop = asyncio.Event()
         self.cut_at: float | None = None
         self.speaker: asyncio.Task[None] | None = None
 
@@ -81,6 +83,7 @@ class Answer:
 
     def cut(self) -> None:
         self.interrupted = True
+        self.stop.set()
         self.cut_at = time.monotonic()
 
 

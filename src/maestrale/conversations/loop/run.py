@@ -6,6 +6,7 @@ calls the client must run or tool calls the user must confirm."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -134,6 +135,7 @@ async def run_turns(
     confirmed: Sequence[ServerCall] = (),
     release: Release | None = None,
     max_tool_calls: int | None = None,
+    stop: asyncio.Event | None = None,
 ) -> TurnsResult:
     """Run the `confirmed` tool calls (those the request confirmed or denied), then model turns
     on `history`, the calls' entries and `inputs` (of which `prefix` holds the first ones) until
@@ -149,7 +151,8 @@ async def run_turns(
     no tool past `MAX_STEPS` turns (a handoff loop) is refused. The tools run once `release`
     ended the owner's transaction (the gateway ends it before each model call). Past
     `max_tool_calls` server calls in the run, the model's further calls are not run: it answers
-    from the results so far, as after a repeated call."""
+    from the results so far, as after a repeated call. Once `stop` is set, a streamed turn ends
+    where it is (its text so far is its message, its calls dropped) and the run ends with it."""
     outputs: list[dict[str, Any]] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     if confirmed:
@@ -193,7 +196,7 @@ async def run_turns(
             finish = result.choices[0].finish_reason
         else:
             message, turn_usage, finish = await streamed_turn(
-                gateway, call, request, emit, message_id, len(outputs), target
+                gateway, call, request, emit, message_id, len(outputs), target, stop
             )
         for key, value in turn_usage.as_dict().items():
             usage[key] += value
@@ -368,10 +371,12 @@ async def streamed_turn(
     message_id: str,
     output_index: int,
     target: Target,
+    stop: asyncio.Event | None = None,
 ) -> tuple[dict[str, Any], Usage, str]:
     """One model turn streamed from the engine: text deltas are emitted as they come; tool
     calls are gathered (by index) and returned with the text, the usage and the finish
-    reason."""
+    reason. Once `stop` is set the stream is closed (the call accounted as abandoned) and the
+    turn is its text so far, without calls."""
     first, rest = await gateway.stream_chat(call, request)
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
@@ -383,7 +388,13 @@ async def streamed_turn(
         async for chunk in rest:
             yield chunk
 
-    async for chunk in chunks():
+    stream = chunks()
+    async for chunk in stream:
+        if stop is not None and stop.is_set():
+            await stream.aclose()
+            await rest.aclose()
+            calls.clear()
+            break
         if chunk.usage is not None:
             usage = chunk.usage
         if chunk.finish_reason:
