@@ -194,3 +194,43 @@ async def test_a_custom_voice_speaks(served: tuple[FastAPI, httpx.AsyncClient, i
             await until(conn, "output_audio.done", seen)
         audio.append([e["audio"] for e in seen if e["type"] == "output_audio.delta"])
     assert audio[0] and audio[1] and audio[0] != audio[1]
+
+
+async def test_typed_turns_and_client_functions(
+    served: tuple[FastAPI, httpx.AsyncClient, int],
+) -> None:
+    """A typed turn makes the model call a function tool of the session: the client gets
+    `tool_call.started`, its filler is spoken, its `tool_call.result` goes back to the model,
+    which answers from it; a result for no waiting call is a non-fatal error."""
+    _, client, port = served
+    lookup = {
+        "type": "function",
+        "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+        "filler": {"type": "static", "text": "Let me check."},
+        "timeout_ms": 10_000,
+    }
+    session_id, url, token = await open_session(client, port, tools=[lookup])
+    created = await client.get(f"/v1/audio/sessions/{session_id}")
+    assert created.status_code == 200
+    async with connect(f"{url}?token={token}") as conn:
+        seen: list[dict[str, Any]] = []
+        assert (await receive(conn))["type"] == "session.created"
+        stray = {"type": "tool_call.result", "id": "nope", "result": "x"}
+        await conn.send(json.dumps(stray))
+        assert (await until(conn, "error", seen))["code"] == "unknown_tool_call"
+        typed = '/call lookup {"query": "opening hours"}'
+        await conn.send(json.dumps({"type": "input_text", "text": typed}))
+        started = await until(conn, "tool_call.started", seen)
+        assert started["name"] == "lookup"
+        assert json.loads(started["arguments"]) == {"query": "opening hours"}
+        result = {"type": "tool_call.result", "id": started["id"], "result": "nine to five"}
+        await conn.send(json.dumps(result))
+        ended = await until(conn, "tool_call.ended", seen)
+        assert ended["status"] == "done" and ended["result"] == "nine to five"
+        await until(conn, "output_audio.done", seen)
+        said = [e["content"] for e in seen if e.get("role") == "assistant" and e["final"]]
+        assert said[-1] == "Let me check. tool lookup returned: nine to five"
+    got = (await client.get(f"/v1/audio/sessions/{session_id}")).json()
+    first, *_, last = got["transcripts"]
+    assert (first["role"], first["content"]) == ("user", typed)
+    assert (last["role"], last["content"]) == ("assistant", "tool lookup returned: nine to five")

@@ -132,7 +132,7 @@ async def test_sessions(app: FastAPI, client: httpx.AsyncClient, tenant: Tenant)
         "/v1/audio/sessions",
         json={
             "agent_id": agent["id"],
-            "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+            "tools": [{"type": "hang_up"}],
         },
     )
     assert refused.status_code == 400 and refused.json()["param"] == "tools[0]"

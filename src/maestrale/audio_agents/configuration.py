@@ -18,10 +18,10 @@ PARTS = {
     "tts": (SPEECH.catalog_name, "speech synthesis"),
     "stt": (TRANSCRIPTION_REALTIME.catalog_name, "realtime transcription"),
 }
-# Tools the session runtime runs: the conversation runtime's server tools. Function tools (run
-# by the client), hang-up and call transfer (telephony) have no way through this server's
-# session WebSocket.
-SESSION_TOOLS = frozenset({"web_search", "document_library", "connector"})
+# Tools a session runs: the conversation runtime's server tools, and function tools run by the
+# client over the session WebSocket (`tool_call.started` → `tool_call.result`). Hang-up and call
+# transfer (telephony) have no way through it.
+SESSION_TOOLS = frozenset({"function", "web_search", "document_library", "connector"})
 DEFAULT_SILENCE_MS = 600
 
 

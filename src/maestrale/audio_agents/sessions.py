@@ -109,7 +109,11 @@ class AudioSessionService:
             server_url=base_url + realtime_path(session.id),
             created_at=now,
             expires_at=session.expires_at,
-            function_tools=[],
+            function_tools=[
+                tool
+                for tool in session.configuration.get("tools") or []
+                if tool.get("type") == "function"
+            ],
         )
 
     async def get(self, session_id: str, live: bool) -> AudioSessionOut:

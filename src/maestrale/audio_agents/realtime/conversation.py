@@ -23,11 +23,24 @@ from maestrale.conversations.schemas import (
 SOURCE = "audio_session"
 
 
+def conversation_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The session's tools as the conversation takes them: a function tool without its voice
+    options (filler, timeout), the server tools as they are."""
+    out = [
+        {"type": "function", "function": tool["function"]}
+        if tool.get("type") == "function"
+        else tool
+        for tool in tools
+    ]
+    return out or None
+
+
 async def converse(
-    ctx: SessionContext, text: str, emit: Emit, stop: asyncio.Event
+    ctx: SessionContext, inputs: str | list[dict[str, Any]], emit: Emit, stop: asyncio.Event
 ) -> ConversationResponse:
-    """Answer `text` in the session's conversation (started by the first turn), streaming the
-    model's events to `emit`; `stop` (a barge-in) ends the model's answer where it is."""
+    """Answer `inputs` (the user's text, or the results of the client's function calls) in the
+    session's conversation (started by the first turn), streaming the model's events to `emit`;
+    `stop` (a barge-in) ends the model's answer where it is."""
     services = ctx.services
     started = ctx.conversation_id is None
     async with services.db.transaction() as work:
@@ -43,17 +56,17 @@ async def converse(
         if ctx.conversation_id is None:
             body = ConversationStart.model_validate(
                 {
-                    "inputs": text,
+                    "inputs": inputs,
                     "model": ctx.part("llm").get("model"),
                     "instructions": ctx.config.get("instructions"),
-                    "tools": ctx.config.get("tools") or None,
+                    "tools": conversation_tools(ctx.config.get("tools") or []),
                     "store": True,
                     "name": f"audio session {ctx.session_id}",
                 }
             )
             prepared = await service.prepare_start(body)
         else:
-            append = ConversationAppend(inputs=text, store=True)
+            append = ConversationAppend.model_validate({"inputs": inputs, "store": True})
             prepared = await service.prepare_append(ctx.conversation_id, append)
         prepared.stop = stop
         response = await service.execute(prepared, emit)

@@ -4,12 +4,17 @@ Client → server (JSON text frames):
 - `input_audio.append` {audio: base64 mono PCM s16le at 16 kHz, at most 262,144 bytes decoded}
 - `input_audio.flush`: the user's turn ends now (instead of waiting for its silence)
 - `input_audio.end`: no more audio: the session ends once the current answer is spoken
+- `input_text` {text}: a user turn typed rather than spoken (at most 4,096 characters)
+- `tool_call.result` {id, result, status: done | error}: the answer of the client to a
+  `tool_call.started` of one of the session's function tools
 - `session.close`: the session ends now
 Server → client: `session.created` {session}, `agent.state.changed` {old_state, state, ts}
 (initializing, listening, thinking, speaking), `transcription.segment` {id, role: user |
 assistant, content (cumulative), final, ts}, `output_audio.delta` {id, audio: base64 PCM s16le,
-sample_rate}, `output_audio.done` {id}, `output_audio.interrupted` {id}, `session.ended`
-{reason}, and `error` {source, code, message, fatal} (the SDK's VoiceAgent* events).
+sample_rate}, `output_audio.done` {id}, `output_audio.interrupted` {id}, `tool_call.started`
+{id, name, arguments, ts} (a function tool the client runs), `tool_call.ended` {id, name,
+arguments, status: done | error | cancelled, result, ts}, `session.ended` {reason}, and `error`
+{source, code, message, fatal} (the SDK's VoiceAgent* events).
 """
 
 from __future__ import annotations
@@ -27,12 +32,26 @@ from maestrale.core.errors import AppError, BadRequest, PayloadTooLarge
 MAX_APPEND_BYTES = 262_144
 _MAX_APPEND_BASE64 = (MAX_APPEND_BYTES + 2) // 3 * 4
 CONTROL = frozenset({"input_audio.flush", "input_audio.end", "session.close"})
+MAX_TEXT = 4096
+MAX_RESULT = 65_536
 
 
 @dataclass(frozen=True, slots=True)
 class ClientMessage:
     type: str
     audio: bytes = b""
+    text: str = ""  # input_text's text, tool_call.result's result
+    id: str = ""  # tool_call.result's call
+    status: str = "done"
+
+
+def _string(body: dict[str, Any], key: str, limit: int) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise BadRequest(f"{body['type']} needs `{key}` (a string)", code="invalid_message")
+    if len(value) > limit:
+        raise PayloadTooLarge(f"`{key}` is at most {limit} characters", code="message_too_large")
+    return value
 
 
 def parse(frame: str | bytes) -> ClientMessage:
@@ -46,6 +65,14 @@ def parse(frame: str | bytes) -> ClientMessage:
     kind = body["type"]
     if kind in CONTROL:
         return ClientMessage(kind)
+    if kind == "input_text":
+        return ClientMessage(kind, text=_string(body, "text", MAX_TEXT))
+    if kind == "tool_call.result":
+        status = body.get("status", "done")
+        if status not in ("done", "error"):
+            raise BadRequest("`status` is done or error", code="invalid_message")
+        result = _string(body, "result", MAX_RESULT)
+        return ClientMessage(kind, text=result, id=_string(body, "id", 256), status=status)
     if kind != "input_audio.append":
         raise BadRequest(f"unknown message type {kind[:64]!r}", code="unknown_message")
     audio = body.get("audio")

@@ -79,11 +79,15 @@ async def voice_session(websocket: WebSocket, session_id: str) -> None:
     Client → server, JSON text frames: `input_audio.append` {audio: base64 mono PCM s16le at
     16 kHz}; `input_audio.flush` (the user's turn ends now; otherwise it ends after a silence of
     `stt.turn_detection.min_silence_ms`, 600 ms by default); `input_audio.end` (no more audio:
-    the session ends once answered); `session.close`. Server → client: `session.created`,
+    the session ends once answered); `input_text` {text} (a typed turn); `tool_call.result`
+    {id, result, status} (the client's answer to a function call); `session.close`. Server →
+    client: `session.created`,
     `agent.state.changed` {old_state, state: listening | thinking | speaking},
     `transcription.segment` {id, role: user | assistant, content, final}, `output_audio.delta`
     {id, audio: base64 PCM s16le, sample_rate}, `output_audio.done`, `output_audio.interrupted`
     (the user spoke over the answer: it stops, and what was spoken of it is what is stored),
+    `tool_call.started` {id, name, arguments} (a function tool for the client to run) and
+    `tool_call.ended` {id, name, status, result},
     `error` {source, code, message, fatal} (a bad message is ignored, the session goes on), and
     `session.ended` {reason} before the server closes. The session ends with its socket."""
     services: VoiceServices = app_services(websocket)

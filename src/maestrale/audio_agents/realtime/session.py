@@ -31,13 +31,15 @@ from maestrale.audio_agents.realtime.conversation import converse, keep_spoken
 from maestrale.audio_agents.realtime.messages import (
     ClientMessage,
     error_event,
+    now,
     parse,
     state_event,
     transcript_event,
 )
 from maestrale.audio_agents.realtime.speaking import Answer, Speaker
 from maestrale.audio_agents.realtime.vad import Vad, VadSettings
-from maestrale.core.errors import AppError
+from maestrale.conversations.schemas import ConversationResponse
+from maestrale.core.errors import AppError, BadRequest
 from maestrale.core.ids import new_id
 from maestrale.engines.transcription_types import (
     PcmFormat,
@@ -55,6 +57,7 @@ OUTBOX = 256  # messages queued for a slow client before the session gives up on
 PREROLL_BYTES = SAMPLE_RATE * 2 * 400 // 1000  # the audio kept from before speech started
 IDLE_SECONDS = 120.0
 TURN_QUEUE = 64
+DEFAULT_TOOL_TIMEOUT_MS = 30_000
 
 
 def _cancelling() -> bool:
@@ -95,6 +98,13 @@ class VoiceSession:
         self.done = asyncio.Event()  # the session must end (reason in `ended`)
         self.ended = ""
         self.speaker = Speaker(ctx, self.send, self._speaking)
+        # The function calls the client runs, by call id: its `tool_call.result` resolves them.
+        self.calls: dict[str, asyncio.Future[ClientMessage]] = {}
+        self.functions = {
+            str(tool["function"]["name"]): tool
+            for tool in ctx.config.get("tools") or []
+            if tool.get("type") == "function"
+        }
 
     # Output.
 
@@ -188,11 +198,9 @@ class VoiceSession:
             if frame is None:
                 return
             try:
-                parsed = parse(frame)
+                await self._handle(parse(frame))
             except AppError as exc:  # the message is ignored; the session goes on
                 await self.send(error_event(exc, "transport"))
-                continue
-            await self._handle(parsed)
 
     async def _handle(self, message: ClientMessage) -> None:
         if message.type == "session.close":
@@ -202,6 +210,18 @@ class VoiceSession:
         elif message.type == "input_audio.end":
             await self._end_turn()
             self._spawn(self._end_after_answers())
+        elif message.type == "input_text":
+            if self.answer is not None and self.interruptible:
+                await self._interrupt(self.answer)
+            self._answer_turn(self._respond(None, None, message.text))
+        elif message.type == "tool_call.result":
+            waiting = self.calls.get(message.id)
+            if waiting is None or waiting.done():
+                raise BadRequest(
+                    f"no function call {message.id[:64]!r} is waiting for its result",
+                    code="unknown_tool_call",
+                )
+            waiting.set_result(message)
         else:
             await self._audio(message.audio)
 
@@ -231,9 +251,12 @@ class VoiceSession:
         self.preroll = b""
         if turn is not None:
             await turn.feed(None)
-            task = self._spawn(self._respond(turn, None))
-            self.responding.add(task)
-            task.add_done_callback(self.responding.discard)
+            self._answer_turn(self._respond(turn, None))
+
+    def _answer_turn(self, answering: Any) -> None:
+        task = self._spawn(answering)
+        self.responding.add(task)
+        task.add_done_callback(self.responding.discard)
 
     async def _interrupt(self, answer: Answer) -> None:
         """Barge-in: the answer stops where the user is."""
@@ -285,11 +308,14 @@ class VoiceSession:
             await rest.aclose()
         return text or " ".join(heard)
 
-    async def _respond(self, turn: UserTurn | None, said: str | None) -> None:
-        """Answer a user's turn (or speak the welcome message, `said`, which is not stored);
-        an unexpected failure is logged and reported, and the session goes on."""
+    async def _respond(
+        self, turn: UserTurn | None, said: str | None, typed: str | None = None
+    ) -> None:
+        """Answer a user's turn, spoken or `typed` (or speak the welcome message, `said`, which
+        is not stored); an unexpected failure is logged and reported, and the session goes
+        on."""
         try:
-            await self._answer(turn, said)
+            await self._answer(turn, said, typed)
         except AppError as exc:
             await self.send(error_event(exc, "agent"))
         except Exception:
@@ -300,9 +326,15 @@ class VoiceSession:
                 )
             )
 
-    async def _answer(self, turn: UserTurn | None, said: str | None) -> None:
-        text = ""
-        if turn is not None and turn.task is not None:
+    async def _answer(self, turn: UserTurn | None, said: str | None, typed: str | None) -> None:
+        text = typed or ""
+        if typed is not None:
+            await self.send(
+                transcript_event("msg_" + new_id().replace("-", ""), "user", typed, True)
+            )
+            if not typed.strip():
+                return
+        elif turn is not None and turn.task is not None:
             try:
                 text = await turn.task
             except AppError as exc:
@@ -320,7 +352,11 @@ class VoiceSession:
                     answer.feed(said)
                 else:
                     await self._set_state("thinking")
-                    response = await converse(self.ctx, text, self._emitter(answer), answer.stop)
+                    emit = self._emitter(answer)
+                    response = await converse(self.ctx, text, emit, answer.stop)
+                    while calls := self._client_calls(response, answer):
+                        results = [await self._client_call(call, answer) for call in calls]
+                        response = await converse(self.ctx, results, emit, answer.stop)
                 answer.finish()
             except AppError as exc:
                 answer.speaker.cancel()
@@ -339,6 +375,44 @@ class VoiceSession:
                 self.answer = None
                 if not answer.interrupted:
                     await self._set_state("listening")
+
+    def _client_calls(self, response: ConversationResponse, answer: Answer) -> list[dict[str, Any]]:
+        """The function calls of the session's tools the answer waits for (none once cut)."""
+        if answer.interrupted:
+            return []
+        return [
+            o
+            for o in response.outputs
+            if o.get("type") == "function.call" and o.get("name") in self.functions
+        ]
+
+    async def _client_call(self, call: dict[str, Any], answer: Answer) -> dict[str, Any]:
+        """Have the client run a function call (its filler spoken meanwhile): the call's
+        `function.result` entry, an error text when it fails or does not answer in time."""
+        call_id, name = str(call["tool_call_id"]), str(call["name"])
+        arguments = str(call.get("arguments") or "{}")
+        tool = self.functions[name]
+        waiting = self.calls[call_id] = asyncio.get_running_loop().create_future()
+        started = {"type": "tool_call.started", "id": call_id, "name": name, "phase": "started"}
+        await self.send({**started, "arguments": arguments, "ts": now()})
+        filler = tool.get("filler")
+        if isinstance(filler, dict) and isinstance(filler.get("text"), str) and filler["text"]:
+            answer.say(filler["text"])
+        timeout = tool.get("timeout_ms") or DEFAULT_TOOL_TIMEOUT_MS
+        status, result = "done", ""
+        try:
+            answered = await asyncio.wait_for(waiting, timeout / 1000)
+            status, result = answered.status, answered.text
+        except TimeoutError:
+            status, result = "error", f"the client did not answer within {timeout} ms"
+        finally:
+            del self.calls[call_id]
+        ended = {"type": "tool_call.ended", "id": call_id, "name": name, "phase": "ended"}
+        await self.send(
+            {**ended, "arguments": arguments, "status": status, "result": result, "ts": now()}
+        )
+        text = result if status == "done" else f"error: {result}"
+        return {"type": "function.result", "tool_call_id": call_id, "result": text}
 
     def _emitter(self, answer: Answer) -> Any:
         async def emit(event: dict[str, Any]) -> None:

@@ -58,6 +58,12 @@ class Answer:
             for sentence in sentences(done):
                 self.pending.put_nowait(sentence)
 
+    def say(self, text: str) -> None:
+        """Speak `text` now, after what the model said so far (a tool's filler)."""
+        for sentence in sentences(f"{self.buffer} {text}"):
+            self.pending.put_nowait(sentence)
+        self.buffer = ""
+
     def finish(self) -> None:
         for sentence in sentences(self.buffer):
             self.pending.put_nowait(sentence)
