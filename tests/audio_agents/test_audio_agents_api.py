@@ -36,7 +36,7 @@ async def create(client: httpx.AsyncClient, name: str, **config: Any) -> dict[st
     return body
 
 
-async def test_versions_paging_and_defaults(client: httpx.AsyncClient) -> None:
+async def test_versions_paging_and_defaults(app: FastAPI, client: httpx.AsyncClient) -> None:
     first = await create(client, "first", unknown_field=1)
     assert first["version"] == 1 and first["owner_id"] and first["name"] == "first"
     config = first["configuration"]
@@ -47,8 +47,13 @@ async def test_versions_paging_and_defaults(client: httpx.AsyncClient) -> None:
         json={"name": "renamed", "configuration": {"llm": {"model": "maestrale-echo"}}},
     )
     assert updated.json()["version"] == 2
-    # The whole configuration is replaced: the default voice of the default speech model.
-    assert updated.json()["configuration"]["tts"]["voice_id"] == "echo-low"
+    # The whole configuration is replaced: the default speech model (a real engine's before the
+    # builtin test double's) and its first voice.
+    engines = app.state.services.engines
+    speech = engines.serving("audio_speech")[0]
+    resolved = engines.resolve(speech.id)
+    voice = resolved.engine.voices(speech.upstream_model or speech.id)[0].id
+    assert updated.json()["configuration"]["tts"] == {"model": speech.id, "voice_id": voice}
     old = await client.get(f"/v1/audio/agents/{first['id']}", params={"version": 1})
     assert old.json()["name"] == "first" and old.json()["version"] == 1
     missing = await client.get(f"/v1/audio/agents/{first['id']}", params={"version": 9})

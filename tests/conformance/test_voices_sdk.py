@@ -43,7 +43,7 @@ def test_voices_and_client_sessions(sdk3: SdkProcess) -> None:
 
     listed = ok("audio.voices.list", limit=100, type_="custom")
     assert [voice["id"] for voice in listed["items"]] == [voice_id] and listed["total"] == 1
-    presets = ok("audio.voices.list", type_="preset")
+    presets = ok("audio.voices.list", limit=100, type_="preset")
     assert {"echo-low", "echo-high"} <= {voice["id"] for voice in presets["items"]}
     found = ok("audio.voices.search", page_size=1, gender=["male"], query="renamed")
     assert [voice["id"] for voice in found["result"]["data"]] == [voice_id]

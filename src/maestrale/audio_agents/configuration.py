@@ -61,7 +61,7 @@ def check(engines: EngineRegistry, config: dict[str, Any], prefix: str) -> None:
 
 
 def _first(engines: EngineRegistry, capability: str) -> str | None:
-    return next((spec.id for spec in engines.specs if spec.has(capability)), None)
+    return next((spec.id for spec in engines.serving(capability)), None)
 
 
 def _voice(engines: EngineRegistry, model: str | None) -> str | None:

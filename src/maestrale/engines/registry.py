@@ -139,6 +139,12 @@ class EngineRegistry:
     def resolve(self, name: str) -> ResolvedModel | None:
         return self._by_name.get(name)
 
+    def serving(self, capability: str) -> list[ModelSpec]:
+        """The models of a catalog capability, in the catalog's order with the real engines
+        before the builtin test doubles (what a request that names no model gets first)."""
+        specs = [spec for spec in self.specs if spec.has(capability)]
+        return sorted(specs, key=lambda spec: spec.test_double)
+
     async def aclose(self) -> None:
         for engine in self._engines.values():
             if isinstance(engine, Closeable):

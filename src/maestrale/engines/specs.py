@@ -94,6 +94,12 @@ class ModelSpec(BaseModel):
     def has(self, capability: str) -> bool:
         return capability in self.capabilities
 
+    @property
+    def test_double(self) -> bool:
+        """Served by one of the builtin test doubles (`builtin`, `builtin_speech`...), not by a
+        real engine."""
+        return self.engine.startswith("builtin")
+
 
 class CatalogError(Exception):
     """The catalog file is unreadable or invalid; the message names the file and the entry."""

@@ -56,11 +56,10 @@ class PresetVoices:
         self.cache = cache
 
     def all(self) -> list[PresetVoice]:
-        """Every preset voice, in the catalog's order of models then each engine's order."""
+        """Every preset voice, in the catalog's order of models (the real engines' first) then
+        each engine's order."""
         out: dict[str, PresetVoice] = {}
-        for spec in self.registry.specs:
-            if not spec.has(SPEECH.catalog_name):
-                continue
+        for spec in self.registry.serving(SPEECH.catalog_name):
             resolved = self.registry.resolve(spec.id)
             engine = SPEECH.engine_of(resolved.engine) if resolved is not None else None
             if engine is None:

@@ -22,8 +22,6 @@ from maestrale.gateway.capabilities import SPEECH
 from maestrale.gateway.gateway import Gateway
 from maestrale.gateway.hooks import Caller
 
-BUILTIN_ENGINE = "builtin"
-
 
 class UnsupportedOption(BadRequest):
     code = "unsupported_option"
@@ -59,8 +57,7 @@ class SpeechTally:
 def default_model(registry: EngineRegistry) -> str:
     """The model of a request that names none: the catalog's first speech model, a real engine
     before the builtin test double."""
-    speaking = [spec for spec in registry.specs if spec.has(SPEECH.catalog_name)]
-    speaking.sort(key=lambda spec: spec.engine == BUILTIN_ENGINE)
+    speaking = registry.serving(SPEECH.catalog_name)
     if not speaking:
         raise BadRequest("no model of this server speaks: name one", param="model")
     return speaking[0].id
