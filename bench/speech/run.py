@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import base64
 import importlib.util
-import io
 import os
 import shutil
 import statistics
@@ -48,6 +47,7 @@ import orjson
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.speech_types import SpeechChunk, SpeechRequest
 from maestrale.engines.transcription_types import TranscriptionRequest
+from maestrale.voices.sample import wav_bytes
 from tests.audio.speech import SENTENCES, wer
 
 TEXTS = {
@@ -101,13 +101,7 @@ def stream_run(argv: list[str], text: str, skip: int) -> float:
 
 
 def as_wav(chunks: list[SpeechChunk]) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(chunks[0].sample_rate)
-        file.writeframes(b"".join(chunk.pcm for chunk in chunks))
-    return out.getvalue()
+    return wav_bytes(b"".join(chunk.pcm for chunk in chunks), chunks[0].sample_rate)
 
 
 async def intelligibility(engine: Any, voice: str | None, whisper: Any) -> None:

@@ -5,11 +5,9 @@ both dialects; the builtin test double's contract."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import struct
 import time
-import wave
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +23,7 @@ from maestrale.engines.speech_types import SpeechChunk, SpeechRequest
 from maestrale.engines.transcription_types import TranscriptionRequest
 from maestrale.engines.types import EngineError
 from maestrale.hub.engines import EngineHost, remote_factories
+from maestrale.voices.sample import wav_bytes
 from tests.audio.speech import espeak_available, wer
 from tests.hub.hubs import running_hub
 
@@ -52,13 +51,7 @@ async def spoken(engine: Any, text: str, **fields: Any) -> list[SpeechChunk]:
 
 
 def as_wav(chunks: list[SpeechChunk]) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(chunks[0].sample_rate)
-        file.writeframes(b"".join(chunk.pcm for chunk in chunks))
-    return out.getvalue()
+    return wav_bytes(b"".join(chunk.pcm for chunk in chunks), chunks[0].sample_rate)
 
 
 async def heard(whisper: Any, chunks: list[SpeechChunk]) -> str:
