@@ -234,3 +234,18 @@ async def test_typed_turns_and_client_functions(
     first, *_, last = got["transcripts"]
     assert (first["role"], first["content"]) == ("user", typed)
     assert (last["role"], last["content"]) == ("assistant", "tool lookup returned: nine to five")
+
+
+async def test_inactivity_reminds_then_ends(served: tuple[FastAPI, httpx.AsyncClient, int]) -> None:
+    """turn.inactivity: a silent user hears the reminder, then the session ends; the reminder
+    is not stored."""
+    _, client, port = served
+    turn = {"inactivity": {"timeout_ms": 300, "max_reminders": 1, "messages": ["Still there?"]}}
+    session_id, url, token = await open_session(client, port, turn=turn)
+    async with connect(f"{url}?token={token}") as conn:
+        seen: list[dict[str, Any]] = []
+        ended = await until(conn, "session.ended", seen)
+    assert ended["reason"] == "inactivity"
+    said = [e["content"] for e in seen if e.get("role") == "assistant" and e["final"]]
+    assert said == ["Still there?"]
+    assert (await client.get(f"/v1/audio/sessions/{session_id}")).json()["transcripts"] == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -58,6 +59,7 @@ PREROLL_BYTES = SAMPLE_RATE * 2 * 400 // 1000  # the audio kept from before spee
 IDLE_SECONDS = 120.0
 TURN_QUEUE = 64
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
+DEFAULT_REMINDER = "Are you still there?"
 
 
 def _cancelling() -> bool:
@@ -98,6 +100,10 @@ class VoiceSession:
         self.done = asyncio.Event()  # the session must end (reason in `ended`)
         self.ended = ""
         self.speaker = Speaker(ctx, self.send, self._speaking)
+        # Since when the user has said nothing with the agent listening, and the reminders
+        # spoken since (turn.inactivity).
+        self.quiet_since = time.monotonic()
+        self.reminders = 0
         # The function calls the client runs, by call id: its `tool_call.result` resolves them.
         self.calls: dict[str, asyncio.Future[ClientMessage]] = {}
         self.functions = {
@@ -119,6 +125,8 @@ class VoiceSession:
             await self.websocket.send_text(text)
 
     async def _set_state(self, state: str) -> None:
+        if state == "listening":
+            self.quiet_since = time.monotonic()
         if state != self.state:
             old, self.state = self.state, state
             await self.send(state_event(old, state))
@@ -149,6 +157,9 @@ class VoiceSession:
         welcome = self.ctx.config.get("welcome_message")
         if welcome:
             self._spawn(self._respond(None, str(welcome)))
+        inactivity = self.ctx.part("turn").get("inactivity")
+        if isinstance(inactivity, dict) and inactivity.get("timeout_ms"):
+            self._spawn(self._remind(inactivity))
         try:
             finished = asyncio.create_task(self.done.wait())
             await asyncio.wait({writer, reader, stop, finished}, return_when="FIRST_COMPLETED")
@@ -175,6 +186,32 @@ class VoiceSession:
             with contextlib.suppress(BaseException):
                 await writer
         return self.ended
+
+    def _heard(self) -> None:
+        """The user spoke (or typed): the silence, and its reminders, start again."""
+        self.quiet_since = time.monotonic()
+        self.reminders = 0
+
+    async def _remind(self, inactivity: dict[str, Any]) -> None:
+        """`turn.inactivity`: once the user has said nothing for `timeout_ms` while the agent
+        listens, the next of its `messages` is spoken (not stored), at most `max_reminders`
+        times in a row; one more silence ends the session ("inactivity")."""
+        timeout = float(inactivity["timeout_ms"]) / 1000
+        messages = [m for m in inactivity.get("messages") or [] if m] or [DEFAULT_REMINDER]
+        while True:
+            wait = self.quiet_since + timeout - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            if self.state != "listening" or self.turn is not None or self.responding:
+                self.quiet_since = time.monotonic()  # busy: the silence has not started
+                continue
+            if self.reminders >= int(inactivity.get("max_reminders") or 0):
+                self.end("inactivity")
+                return
+            self.reminders += 1
+            self.quiet_since = time.monotonic()
+            self._spawn(self._respond(None, messages[(self.reminders - 1) % len(messages)]))
 
     def _description(self) -> dict[str, Any]:
         return {
@@ -211,6 +248,7 @@ class VoiceSession:
             await self._end_turn()
             self._spawn(self._end_after_answers())
         elif message.type == "input_text":
+            self._heard()
             if self.answer is not None and self.interruptible:
                 await self._interrupt(self.answer)
             self._answer_turn(self._respond(None, None, message.text))
@@ -232,6 +270,7 @@ class VoiceSession:
     async def _audio(self, pcm: bytes) -> None:
         started, ended = self.vad.feed(pcm)
         if started:
+            self._heard()
             if self.answer is not None and self.interruptible:
                 await self._interrupt(self.answer)
             if self.turn is None:
