@@ -22,7 +22,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.blobs import BlobStore
+from maestrale.core.blobs import BlobStore, ReleasingBlobStore
+from maestrale.core.db import Database
 from maestrale.core.errors import BadRequest, Forbidden, NotFound
 from maestrale.core.ids import new_id
 from maestrale.core.uow import Release
@@ -280,3 +281,19 @@ class VoiceService:
 
 def total_pages(total: int, page_size: int) -> int:
     return math.ceil(total / page_size) if page_size else 0
+
+
+class WorkspaceVoices:
+    """The custom voices of a workspace for a caller with no request's unit of work (a
+    WebSocket): each sample read in a short unit of work of its own, ended before the sample's
+    blob is read."""
+
+    def __init__(self, db: Database, blobs: BlobStore, tenant: Tenant) -> None:
+        self.db = db
+        self.blobs = blobs
+        self.tenant = tenant
+
+    async def reference_sample(self, voice_id: str) -> bytes | None:
+        async with self.db.transaction() as work:
+            blobs = ReleasingBlobStore(self.blobs, work.release, self.db)
+            return await VoiceService(work.session, self.tenant, blobs).reference_sample(voice_id)

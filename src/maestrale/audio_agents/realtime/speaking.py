@@ -17,14 +17,13 @@ from maestrale.audio.speech.service import SpeechTally
 from maestrale.audio.speech.voice import ChosenVoice, choose_voice
 from maestrale.audio_agents.realtime.context import SessionContext
 from maestrale.audio_agents.realtime.messages import audio_event, transcript_event
-from maestrale.core.blobs import ReleasingBlobStore
 from maestrale.core.ids import new_id
 from maestrale.engines.protocols import SpeechEngine
 from maestrale.engines.speech_text import sentences
 from maestrale.engines.speech_types import SpeechChunk, SpeechRequest
 from maestrale.gateway.call import Call
 from maestrale.gateway.capabilities import SPEECH
-from maestrale.voices.service import VoiceService
+from maestrale.voices.service import WorkspaceVoices
 
 # How far ahead of the listener the audio is sent (seconds).
 LEAD_SECONDS = 0.3
@@ -97,21 +96,6 @@ def _synthesis(request: SpeechRequest) -> Callable[[SpeechEngine], AsyncIterator
     return lambda engine: engine.synthesize(request)
 
 
-class WorkspaceVoices:
-    """The custom voices of the session's workspace, read in a short unit of work of its own,
-    ended before the sample's blob is read."""
-
-    def __init__(self, ctx: SessionContext) -> None:
-        self.ctx = ctx
-
-    async def reference_sample(self, voice_id: str) -> bytes | None:
-        db = self.ctx.services.db
-        async with db.transaction() as work:
-            blobs = ReleasingBlobStore(self.ctx.services.blobs, work.release, db)
-            service = VoiceService(work.session, self.ctx.tenant, blobs)
-            return await service.reference_sample(voice_id)
-
-
 class Speaker:
     def __init__(self, ctx: SessionContext, send: Send, on_audio: Callable[[], Awaitable[None]]):
         self.ctx = ctx
@@ -130,7 +114,7 @@ class Speaker:
                 call.upstream,
                 voice_id,
                 None,
-                WorkspaceVoices(self.ctx),
+                WorkspaceVoices(self.ctx.services.db, self.ctx.services.blobs, self.ctx.tenant),
                 self.ctx.services.settings,
                 voice_param="tts.voice_id",
             )

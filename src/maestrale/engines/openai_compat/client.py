@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -263,35 +263,8 @@ class UpstreamClient:
 
         Retried as `post` until the first bytes are passed on; a break after that is
         `interrupted_error`. Closing the generator closes the upstream response."""
-        url = self._url(path)
-        payload = orjson.dumps(body)
-        deadline = asyncio.get_running_loop().time() + self._timeout
-        attempt = 0
-        while True:
-            started = False
-            failure: _Retry | EngineError
-            try:
-                async with self._request(url, payload, deadline, headers) as response:
-                    try:
-                        if response.status >= 400:
-                            content = await response.read()
-                            failure = _status_failure(response.status, response.headers, content)
-                        else:
-                            while chunk := await response.content.readany():
-                                started = True
-                                yield chunk
-                            return
-                    finally:
-                        if not response.content.is_eof():
-                            response.close()
-            except TimeoutError:
-                raise timeout_error() from None
-            except _TRANSPORT_ERRORS as exc:
-                if started:
-                    raise interrupted_error() from None
-                failure = _transport_failure(exc)
-            await self._retry_or_raise(failure, attempt, deadline, path)
-            attempt += 1
+        async for chunk in self._streamed(path, body, headers, _raw, retry_empty=False):
+            yield chunk
 
     async def stream(self, path: str, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
         """POST `body` and yield the `data` payloads of the SSE answer as they arrive.
@@ -299,6 +272,21 @@ class UpstreamClient:
         `[DONE]` is yielded too, and the rest of the body is still read after it so that the
         connection goes back to the pool. Closing the generator closes the upstream response.
         """
+        async for data in self._streamed(path, body, _STREAM_HEADERS, _sse, retry_empty=True):
+            yield data
+
+    async def _streamed(
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None,
+        items: Callable[[Any], AsyncIterator[bytes]],
+        *,
+        retry_empty: bool,
+    ) -> AsyncGenerator[bytes, None]:
+        """POST `body` and yield the `items` read from the answer's body as they arrive,
+        retried as `post` until the first item is passed on (and, with `retry_empty`, when the
+        answer had none); a break after that is `interrupted_error`."""
         url = self._url(path)
         payload = orjson.dumps(body)
         deadline = asyncio.get_running_loop().time() + self._timeout
@@ -309,22 +297,16 @@ class UpstreamClient:
             try:
                 # The time budget covers every read, but a timeout that expires while our
                 # consumer works is raised at the next read only, never into the consumer.
-                async with self._request(url, payload, deadline, _STREAM_HEADERS) as response:
+                async with self._request(url, payload, deadline, headers) as response:
                     try:
                         if response.status >= 400:
                             content = await response.read()
                             failure = _status_failure(response.status, response.headers, content)
                         else:
-                            parser = SSEParser()
-                            read = response.content.readany
-                            while chunk := await read():
-                                for data in parser.feed(chunk):
-                                    started = True
-                                    yield data
-                            for data in parser.close():
+                            async for item in items(response):
                                 started = True
-                                yield data
-                            if started:
+                                yield item
+                            if started or not retry_empty:
                                 return
                             failure = _Retry(_empty_stream_error())
                     finally:
@@ -340,3 +322,19 @@ class UpstreamClient:
                 failure = _transport_failure(exc)
             await self._retry_or_raise(failure, attempt, deadline, path)
             attempt += 1
+
+
+async def _raw(response: Any) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive."""
+    while chunk := await response.content.readany():
+        yield chunk
+
+
+async def _sse(response: Any) -> AsyncIterator[bytes]:
+    """The `data` payloads of an SSE body as they arrive."""
+    parser = SSEParser()
+    while chunk := await response.content.readany():
+        for data in parser.feed(chunk):
+            yield data
+    for data in parser.close():
+        yield data

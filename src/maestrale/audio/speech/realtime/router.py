@@ -9,27 +9,10 @@ from maestrale.audio.speech.realtime.session import RealtimeSpeechSession, Sessi
 from maestrale.audio.speech.service import default_model
 from maestrale.core.app_services import app_services
 from maestrale.core.auth.principal import Tenant
-from maestrale.core.blobs import BlobStore, ReleasingBlobStore
-from maestrale.core.db import Database
 from maestrale.gateway.capabilities import SPEECH
-from maestrale.voices.service import VoiceService
+from maestrale.voices.service import WorkspaceVoices
 
 router = APIRouter(tags=["audio"])
-
-
-class WorkspaceVoices:
-    """The custom voices of a session's workspace, each read in a short unit of work of its own
-    (a WebSocket has no request's), ended before the sample's blob is read."""
-
-    def __init__(self, db: Database, blobs: BlobStore, tenant: Tenant) -> None:
-        self.db = db
-        self.blobs = blobs
-        self.tenant = tenant
-
-    async def reference_sample(self, voice_id: str) -> bytes | None:
-        async with self.db.transaction() as work:
-            blobs = ReleasingBlobStore(self.blobs, work.release, self.db)
-            return await VoiceService(work.session, self.tenant, blobs).reference_sample(voice_id)
 
 
 @router.websocket("/audio/speech/realtime")
