@@ -11,6 +11,18 @@ export function uniqueId(prefix = 'c') {
   return `${prefix}-${ids}`;
 }
 
+/** A counter of a view's loads: `const turn = latestOnly();` then, in a load,
+ * `const mine = turn(); await …; if (!mine()) return;` so that an answer that arrives after a
+ * newer load began (the page's first load after a search, say) is dropped, not shown. */
+export function latestOnly() {
+  let last = 0;
+  return () => {
+    last += 1;
+    const mine = last;
+    return () => mine === last;
+  };
+}
+
 function append(node, child) {
   if (child === null || child === undefined || child === false || child === '') return;
   if (Array.isArray(child)) {

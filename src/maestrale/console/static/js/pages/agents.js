@@ -2,7 +2,7 @@
 // current), aliases (set, move, delete), start a conversation with an agent, recent
 // conversations. Every text from the API goes into text nodes (el() children / textContent).
 import { api } from '../api.js';
-import { el, clear, loading, empty, showError } from '../dom.js';
+import { el, clear, loading, empty, showError, latestOnly } from '../dom.js';
 import { ask } from './conversation.js';
 
 let uid = 0;
@@ -145,6 +145,7 @@ function agentForm(agent, onSaved, onCancel) {
 export async function render(root, ctx) {
   clear(root);
   const state = { token: null, tokens: [], search: '', selected: null };
+  const listTurn = latestOnly();
   const listBox = el('section', { class: 'card', 'aria-labelledby': 'agents-list-h' });
   const formBox = el('div', {});
   const detailBox = el('section', { class: 'agent-detail', 'aria-live': 'polite' });
@@ -182,9 +183,11 @@ export async function render(root, ctx) {
   }
 
   async function loadList() {
+    const mine = listTurn();
     loading(listBox);
     try {
       const page = await api(`/v1/agents/pages${q({ page_size: 20, page_token: state.token, search: state.search })}`);
+      if (!mine()) return;
       clear(listBox);
       if (!page.data.length) {
         empty(listBox, state.search ? 'No agent matches this search.' : 'No agents yet: create one with "New agent".');
@@ -207,7 +210,7 @@ export async function render(root, ctx) {
       }
       listBox.append(nav);
     } catch (err) {
-      showError(listBox, err);
+      if (mine()) showError(listBox, err);
     }
   }
 
