@@ -28,10 +28,27 @@ from maestrale.fine_tuning.router import router as fine_tuning_router
 from maestrale.libraries.router import router as libraries_router
 from maestrale.observability.campaigns.router import router as observability_campaigns_router
 from maestrale.observability.datasets.router import router as observability_datasets_router
+from maestrale.observability.evaluations.optimizations.router import (
+    router as observability_optimizations_router,
+)
+from maestrale.observability.evaluations.projects.router import (
+    router as observability_projects_router,
+)
+from maestrale.observability.evaluations.runs.router import router as observability_runs_router
 from maestrale.observability.events.router import router as observability_events_router
 from maestrale.observability.judges.router import router as observability_judges_router
+from maestrale.observability.pipelines.router import router as observability_pipelines_router
+from maestrale.observability.span_evaluations.router import (
+    router as observability_span_evaluations_router,
+)
+from maestrale.observability.traces.fields_router import (
+    router as observability_trace_fields_router,
+)
+from maestrale.observability.traces.router import router as observability_traces_router
 from maestrale.ocr.router import router as ocr_router
 from maestrale.responses.router import router as responses_router
+from maestrale.telemetry.router import router as telemetry_router
+from maestrale.telemetry.router import worker_router as telemetry_worker_router
 from maestrale.voices.router import router as voices_router
 from maestrale.voices.router import router_v2 as voices_v2_router
 from maestrale.workflows.router import router as workflows_router
@@ -58,11 +75,20 @@ api_router.include_router(identity_router)
 api_router.include_router(libraries_router)
 api_router.include_router(observability_campaigns_router)
 api_router.include_router(observability_datasets_router)
+api_router.include_router(observability_optimizations_router)
+api_router.include_router(observability_projects_router)
+api_router.include_router(observability_runs_router)
 api_router.include_router(observability_events_router)
 api_router.include_router(observability_judges_router)
+api_router.include_router(observability_pipelines_router)
+api_router.include_router(observability_span_evaluations_router)
+api_router.include_router(observability_trace_fields_router)
+# After the traces' fields router: GET /traces/fields is not the trace named 'fields'.
+api_router.include_router(observability_traces_router)
 api_router.include_router(ocr_router)
 api_router.include_router(responses_router)
 api_router.include_router(service_accounts_router)
+api_router.include_router(telemetry_router)  # /v1/traces, /v1/logs (OTLP/HTTP)
 api_router.include_router(voices_router)
 api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.
@@ -77,4 +103,5 @@ api_router.include_router(admin_router)
 _included = APIRouter()
 _included.include_router(api_router)
 _included.include_router(voices_v2_router)  # /v2/audio/voices
+_included.include_router(telemetry_worker_router)  # /telemetry/v1/* (workflows worker)
 API_ROUTES: tuple[BaseRoute, ...] = tuple(_included.routes)

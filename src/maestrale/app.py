@@ -30,6 +30,7 @@ from maestrale.core.readiness import install_probes
 from maestrale.core.websocket import websocket_not_found
 from maestrale.observability import errors as observability_errors
 from maestrale.services import Services, first_start, open_services, start_embedded_temporal
+from maestrale.telemetry.lifecycle import telemetry_store
 from maestrale.tracing.setup import install_tracing
 from maestrale.workflows import routing as workflow_routing
 
@@ -87,6 +88,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             "usage and event rows the database refused, written scrubbed or dropped",
             ("table", "outcome"),
             lambda: services.recorder.rejected,
+        )
+        services.telemetry = await stack.enter_async_context(
+            telemetry_store(services.db, settings, metrics, getattr(app.state, "tracing", None))
         )
         background = await _serve(services)
         # Told to stop (SIGTERM): the in-process worker stops claiming jobs at once, while the

@@ -22,6 +22,10 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         from maestrale.libraries.tasks import register as register_libraries
         from maestrale.observability.campaigns.tasks import register as register_campaigns
         from maestrale.observability.datasets.tasks import register as register_dataset_imports
+        from maestrale.observability.evaluations.runs.tasks import (
+            register as register_evaluation_runs,
+        )
+        from maestrale.observability.pipelines.tasks import register as register_pipelines
         from maestrale.responses.tasks import register as register_responses
 
         register_files(registry, services.blobs)
@@ -29,6 +33,8 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_libraries(registry, services)
         register_fine_tuning(registry, services.settings, services.blobs, services.engines)
         register_campaigns(registry, services.platform_calls)
+        register_evaluation_runs(registry, services.platform_calls)
         register_dataset_imports(registry, services.blobs)
+        register_pipelines(registry, services.platform_calls)
         register_responses(registry, services)
     return registry

@@ -11,25 +11,10 @@ from starlette.exceptions import HTTPException
 
 from maestrale.core.errors import error_body
 
-TRACES = "traces, spans, logs and evaluations (issue 36)"
 REGISTRIES = "prompts, skills, webhooks and triggers (issue 37)"
 SEARCH = "context search indexes and RAG deployments (issue 38)"
 
 PLANNED: dict[str, str] = {
-    **{
-        f"/v1/observability/{name}": TRACES
-        for name in (
-            "traces",
-            "spans",
-            "logs",
-            "pipelines",
-            "pipeline-results",
-            "projects",
-            "evaluations_v2",
-            "evaluation-runs_v2",
-            "optimizations",
-        )
-    },
     "/v2/prompts": REGISTRIES,
     "/v2/skills": REGISTRIES,
     "/v1/webhooks": REGISTRIES,

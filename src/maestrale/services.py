@@ -39,6 +39,7 @@ from maestrale.gateway.platform_calls import PlatformCalls
 from maestrale.hub.client import HubClient
 from maestrale.hub.counters import HubCounters
 from maestrale.limits.setup import Limits, build_limits, redis_client
+from maestrale.telemetry.queue import IngestQueue
 from maestrale.tracing.setup import trace_process
 from maestrale.workflows.temporal.engine import TemporalEngine, TemporalTarget
 
@@ -77,6 +78,8 @@ class Services:
     connectors: ConnectorRuntime | None = None
     # Local copies of fine-tuned models' weights kept in the blob store.
     artifacts: ArtifactFiles | None = None
+    # The telemetry store's ingestion queue (OTLP receiver); None outside a serving process.
+    telemetry: IngestQueue | None = None
 
 
 def make_blob_store(settings: Settings) -> BlobStore:

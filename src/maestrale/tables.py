@@ -22,9 +22,13 @@ from maestrale.libraries.index import tables as library_index_tables
 from maestrale.limits import tables as limits_tables
 from maestrale.observability.campaigns import tables as observability_campaign_tables
 from maestrale.observability.datasets import tables as observability_dataset_tables
+from maestrale.observability.evaluations import tables as observability_evaluation_tables
 from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
+from maestrale.observability.pipelines import tables as observability_pipeline_tables
+from maestrale.observability.span_evaluations import tables as observability_span_evaluation_tables
 from maestrale.responses import tables as response_tables
+from maestrale.telemetry import tables as telemetry_tables
 from maestrale.voices import tables as voice_tables
 from maestrale.workflows.events import tables as workflow_event_tables
 from maestrale.workflows.executions import tables as workflow_execution_tables
@@ -66,9 +70,13 @@ __all__ = [
     "modelled",
     "observability_campaign_tables",
     "observability_dataset_tables",
+    "observability_evaluation_tables",
     "observability_event_tables",
     "observability_judge_tables",
+    "observability_pipeline_tables",
+    "observability_span_evaluation_tables",
     "response_tables",
+    "telemetry_tables",
     "voice_tables",
     "workflow_event_tables",
     "workflow_execution_tables",

@@ -38,13 +38,13 @@ async def create_job(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return job
 
 
-async def run_jobs(app: FastAPI, timeout: float = 30) -> None:
-    """Run every due job in this process until none is left."""
+async def run_jobs(app: FastAPI, timeout: float = 30, *, concurrency: int = 2) -> None:
+    """Run every due job in this process until none is left (a job due later stays queued)."""
     worker = Worker(
         app.state.services.db,
         app.state.services.job_registry,
         owner="test-worker",
-        concurrency=2,
+        concurrency=concurrency,
         lease_seconds=10,
         poll_seconds=0.05,
     )

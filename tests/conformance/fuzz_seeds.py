@@ -135,6 +135,13 @@ def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
             "max_nb_events": 1,
         },
     )
+    obs = "/v1/observability"
+    post(f"{obs}/projects", {"name": "fuzz"})
+    post(f"{obs}/projects/fuzz/evaluations_v2", {"name": "fuzz", "evaluators": [judge["id"]]})
+    # No run seeded: `run_id` names a workflow run in these seeds.
+    spec = {"evaluator": JUDGE["name"]}
+    body = {"name": "fuzz", "evaluation": "fuzz", "objective_spec": spec}
+    optimization = post(f"{obs}/optimizations", body)
     users = post(
         "/v1/admin/users",
         [{"email": "fuzz@example.com", "first_name": "F", "last_name": "Z"}],
@@ -159,6 +166,9 @@ def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
         "dataset_record_id": record["id"],
         "judge_id": judge["id"],
         "campaign_id": campaign["id"],
+        "project_slug": "fuzz",
+        "evaluation_slug": "fuzz",
+        "optimization_id": optimization["id"],
         "event_id": event_id,
         "field_name": "model",
         "user_id": user_id,

@@ -14,9 +14,10 @@ Budget: `MAX_EXAMPLES` cases per operation (requests that fit the schema and req
 it), no deadline, derandomized (Hypothesis' seed is fixed by the test), so that CI sends the
 same requests on every run (CI 12 a test, a plain `make test` 4).
 
-Two operations are left out: the workflow event streams (`/v1/workflows/events/stream`,
-`/v1/workflows/executions/{execution_id}/stream`) follow events for as long as the client stays
-(tests/workflows/test_events_stream_api.py covers them); every other stream ends with its answer,
+Four operations are left out: the workflow event and log streams (`/v1/workflows/events/stream`,
+`/v1/workflows/executions/{execution_id}/stream`, `.../logs/stream` of an execution and of a
+deployment) follow events for as long as the client stays (tests/workflows/test_events_stream_api.py
+and test_telemetry_api.py cover them); every other stream ends with its answer,
 and uploads are generated as multipart bodies. The workflows group runs on the session's Temporal
 dev server with a plain temporalio worker serving the seeded workflows, and waits of at most 1 s
 for an execution. Generated bodies that name a

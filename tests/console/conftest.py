@@ -2,6 +2,7 @@
 Playwright (never `playwright install`), a signed-in page, and screenshots.
 
 - `console_url`: the live server (one per test session, SQLite, in-process worker).
+- `console_data_dir`: its data directory (`maestrale.db` in it).
 - `browser`: Chromium (the tests skip, saying why, where /usr/bin/chromium or playwright lacks).
 - `page`: a fresh context at 1280x800; `phone_page` at 390x844. Each records JavaScript
   dialogs (`page_dialogs(page)`) and fails the test on one (an `alert(1)` that ran), on an
@@ -45,9 +46,15 @@ TIMEOUT_MS = 15_000
 
 
 @pytest.fixture(scope="session")
-def console_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data_dir = tmp_path_factory.mktemp("console") / "data"
-    proc, url = start_server(data_dir)
+def console_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The live server's data directory (its SQLite database: `maestrale.db`), for tests that
+    put rows straight into the store."""
+    return tmp_path_factory.mktemp("console") / "data"
+
+
+@pytest.fixture(scope="session")
+def console_url(console_data_dir: Path) -> Iterator[str]:
+    proc, url = start_server(console_data_dir)
     try:
         yield url
     finally:

@@ -4,7 +4,6 @@ status, selected events, list, delete, errors and isolation."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
@@ -13,7 +12,6 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from maestrale.accounting.tables import ChatCompletionEvent
-from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobContext
 from maestrale.observability.campaigns.tables import CampaignEvent
 from maestrale.observability.campaigns.tasks import CampaignTasks
@@ -22,6 +20,7 @@ from tests.batch.support import run_jobs
 from tests.observability.events_seed import obs_error, seed_events
 from tests.observability.test_judges_api import new_judge
 from tests.support.app_fixtures import TenantKey, make_client
+from tests.support.job_context import JobCtx
 
 pytestmark = pytest.mark.both_databases("maestrale.observability.campaigns.repository")
 
@@ -129,19 +128,6 @@ async def test_campaign_errors_list_delete(app: FastAPI, client: httpx.AsyncClie
     assert all(r.judged_at is None for r in await verdicts(app, first["id"]))
 
 
-@dataclass
-class _Ctx:
-    """The part of a JobContext the campaign job uses."""
-
-    db: Database
-    payload: dict[str, Any]
-    attempt: int = 1
-    max_attempts: int = 5
-
-    def check(self) -> None:
-        return None
-
-
 async def test_resumed_campaign_judges_each_event_once(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,7 +148,7 @@ async def test_resumed_campaign_judges_each_event_once(
 
     monkeypatch.setattr(judging, "run_judge", flaky)
     tasks = CampaignTasks(app.state.services.platform_calls)
-    ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}))
+    ctx = cast(JobContext, JobCtx(app.state.services.db, {"campaign_id": campaign["id"]}))
     with pytest.raises(RuntimeError):
         await tasks.run(ctx)
     rows = await verdicts(app, campaign["id"])
@@ -189,7 +175,9 @@ async def test_last_attempt_failure_marks_the_campaign_failed(
         raise RuntimeError("database gone")
 
     monkeypatch.setattr(judging, "run_judge", broken)
-    ctx = cast(JobContext, _Ctx(app.state.services.db, {"campaign_id": campaign["id"]}, attempt=5))
+    ctx = cast(
+        JobContext, JobCtx(app.state.services.db, {"campaign_id": campaign["id"]}, attempt=5)
+    )
     with pytest.raises(RuntimeError):
         await CampaignTasks(app.state.services.platform_calls).run(ctx)
     assert (await client.get(f"{CAMPAIGNS}/{campaign['id']}/status")).json()["status"] == "FAILED"

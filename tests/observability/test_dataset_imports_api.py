@@ -4,7 +4,6 @@ JSONL export through the Files API, errors and isolation."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -15,7 +14,6 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from maestrale.accounting.tables import ChatCompletionEvent
-from maestrale.core.db import Database
 from maestrale.core.jobs.tables import Job
 from maestrale.core.jobs.worker import JobContext
 from maestrale.observability.datasets import sources as datasets_import_sources
@@ -26,6 +24,7 @@ from tests.files.support import jsonl, upload
 from tests.observability.events_seed import obs_error, seed_events
 from tests.observability.test_datasets_api import convo, new_dataset
 from tests.support.app_fixtures import TenantKey, make_client
+from tests.support.job_context import JobCtx
 
 pytestmark = pytest.mark.both_databases("maestrale.observability.datasets.repository")
 
@@ -266,19 +265,6 @@ async def test_export_to_jsonl_round_trips(
     assert sorted(r["properties"]["i"] for r in await records(client, copy["id"])) == [0, 2, 3, 4]
 
 
-@dataclass
-class _Ctx:
-    """The part of a JobContext the import job uses."""
-
-    db: Database
-    payload: dict[str, Any]
-    attempt: int = 1
-    max_attempts: int = 5
-
-    def check(self) -> None:
-        return None
-
-
 async def job_payload(app: FastAPI, task_id: str) -> dict[str, Any]:
     async with app.state.services.db.transaction() as work:
         jobs = (await work.session.execute(select(Job).where(Job.kind == KIND))).scalars()
@@ -306,7 +292,7 @@ async def test_killed_import_resumes_without_duplicates(
         return await real(self, *args)
 
     monkeypatch.setattr(DatasetImportTasks, "_write", dies_after_two)
-    ctx = cast(JobContext, _Ctx(app.state.services.db, await job_payload(app, task["id"])))
+    ctx = cast(JobContext, JobCtx(app.state.services.db, await job_payload(app, task["id"])))
     with pytest.raises(RuntimeError):
         await handler.run(ctx)
     running = await task_of(client, ds["id"], task["id"])
@@ -334,7 +320,7 @@ async def test_last_attempt_fails_and_deleted_dataset_cancels(
     handler = DatasetImportTasks(factories(app.state.services.blobs))
     payload = await job_payload(app, task["id"])
     with pytest.raises(RuntimeError):
-        await handler.run(cast(JobContext, _Ctx(app.state.services.db, payload, attempt=5)))
+        await handler.run(cast(JobContext, JobCtx(app.state.services.db, payload, attempt=5)))
     failed = await task_of(client, ds["id"], task["id"])
     assert failed["status"] == "FAILED" and "database gone" in failed["message"]
     monkeypatch.undo()

@@ -1,6 +1,5 @@
 """What mistralai 3.x added to datasets: a slug per dataset (required in 3.x), a record's
-declared `source`, an import task's counts (`result`), and the span import, refused with its
-reason until spans are stored (issue 36)."""
+declared `source`, an import task's counts (`result`), and the span import's refusals."""
 
 from __future__ import annotations
 
@@ -108,13 +107,14 @@ async def test_record_source_and_import_counts(app: FastAPI, client: httpx.Async
     }
 
 
-async def test_span_import_names_the_missing_store(
+async def test_span_import_refusals(
     app: FastAPI, client: httpx.AsyncClient, other: TenantKey
 ) -> None:
+    # (The import itself: tests/observability/test_dataset_span_import.py.)
     ds = await new_dataset(client)
     url = f"{DATASETS}/{ds['id']}/imports/from-spans"
-    message = obs_error(await client.post(url, json=SPANS_BODY), 400, "FEATURE_NOT_SUPPORTED")
-    assert "spans are not stored yet" in message and "issue 36" in message
+    message = obs_error(await client.post(url, json=SPANS_BODY), 404, "SPAN_NOT_FOUND")
+    assert "t1:s1" in message
     obs_error(
         await client.post(f"{DATASETS}/nope/imports/from-spans", json=SPANS_BODY),
         404,

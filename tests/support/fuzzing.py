@@ -19,7 +19,12 @@ from tests.support.tiers import ci_tier_runs
 
 # Streams that follow events for as long as the client stays: they never end with an answer.
 ENDLESS = frozenset(
-    {"/v1/workflows/events/stream", "/v1/workflows/executions/{execution_id}/stream"}
+    {
+        "/v1/workflows/events/stream",
+        "/v1/workflows/executions/{execution_id}/stream",
+        "/v1/workflows/executions/{execution_id}/logs/stream",
+        "/v1/workflows/deployments/{name}/logs/stream",
+    }
 )
 
 # The builtin engine's directives: `/sleep MS` waits (up to 60 s) and `/fail STATUS` answers as a

@@ -86,7 +86,7 @@ class Platform:
             deployment=DEPLOYMENT,
             worker_name=name,
             log_path=self.log,
-            extra_env={"WORKFLOW_TEST_MARKS": str(self.marks)},
+            extra_env={"WORKFLOW_TEST_MARKS": str(self.marks), **TELEMETRY},
         )
         self.workers.append(proc)
         official_worker.wait_for_log(self.log, "Starting Temporal worker", 60, proc=proc,
@@ -100,6 +100,19 @@ class Platform:
         return httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=60
         )
+
+
+# The worker's OpenTelemetry export on, to the platform's /telemetry/v1 routes with its key (the
+# SDK's default), flushed every 200 ms rather than every 5 s.
+TELEMETRY = {
+    "OTEL_ENABLED": "true",
+    "MISTRAL_WORKFLOWS_OTEL_TRACES_EXPORT": "true",
+    "MISTRAL_WORKFLOWS_OTEL_LOGS_EXPORT": "true",
+    "MISTRAL_WORKFLOWS_OTEL_METRICS_EXPORT": "true",
+    "OTEL_SDK_DISABLED": "false",
+    "OTEL_BSP_SCHEDULE_DELAY": "200",
+    "OTEL_BLRP_SCHEDULE_DELAY": "200",
+}
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +198,27 @@ def test_execute_and_wait_calls_chat_through_the_plugin(platform: Platform) -> N
     assert done.deployment_name == DEPLOYMENT
     # The plugin's chat call is accounted with the execution as its correlation id.
     assert _correlated_chats(platform, done.execution_id) == ["echo: bonjour"]
+    # The worker's spans and logs reached the telemetry store, read by the workflows' routes.
+    with platform.http() as http:
+        base = f"/v1/workflows/executions/{done.execution_id}"
+
+        def spans() -> int:
+            summary = http.get(f"{base}/trace/otel")
+            assert summary.status_code == 200, summary.text
+            data = summary.json()["otel_trace_data"] or {"batches": []}
+            return sum(len(s["spans"]) for b in data["batches"] for s in b["scopeSpans"])
+
+        assert _until(spans, timeout=20), "no span of the execution arrived"
+        # Its log records (the test workflows log nothing themselves: the worker's own).
+        deployment = f"/v1/workflows/deployments/{DEPLOYMENT}/logs"
+        logs = _until(lambda: http.get(deployment).json()["results"], timeout=20)
+        assert logs, "no log record of the worker arrived"
+    refused = [
+        line
+        for line in platform.log.read_text().splitlines()
+        if "telemetry" in line.lower() and "404" in line
+    ]
+    assert not refused, refused[:3]
 
 
 def test_execute_without_waiting_then_get(platform: Platform) -> None:

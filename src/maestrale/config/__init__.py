@@ -19,6 +19,7 @@ from pydantic_settings import (
 
 from maestrale.config.libraries import LibrarySettings
 from maestrale.config.limits import LimitsConfig
+from maestrale.config.telemetry import OTLP_PATHS, TelemetrySettings
 from maestrale.config.tools import ToolSettings
 from maestrale.config.workflows import WorkflowSettings
 from maestrale.core.fetch import FetchPolicy
@@ -27,7 +28,7 @@ from maestrale.core.outage_settings import OutageSettings
 from maestrale.core.paths import private_dir
 
 
-class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings):
+class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings, TelemetrySettings):
     model_config = SettingsConfigDict(env_prefix="MAESTRALE_", extra="ignore")
 
     host: str = "127.0.0.1"
@@ -249,7 +250,11 @@ class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings):
         return BodyLimits(
             json=self.max_json_request_bytes,
             upload=self.max_request_bytes,
-            routes={"/v1/ocr": max(self.max_json_request_bytes, inline_document)},
+            routes={
+                "/v1/ocr": max(self.max_json_request_bytes, inline_document),
+                # OTLP exports: their own limit (the receiver checks the gunzipped size too).
+                **dict.fromkeys(OTLP_PATHS, self.telemetry_max_body_bytes),
+            },
         )
 
     @property

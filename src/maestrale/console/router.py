@@ -35,6 +35,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "/files": ("files", "Files"),
     "/batch": ("batch", "Batch"),
     "/observability": ("observability", "Observability"),
+    "/traces": ("traces", "Traces"),
     "/judges": ("judges", "Judges"),
     "/campaigns": ("campaigns", "Campaigns"),
     "/datasets": ("datasets", "Datasets"),
@@ -111,6 +112,11 @@ async def console_home() -> Response:
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
 async def console_conversation(request: Request, conversation_id: str) -> Response:
     return await _shell(request, "conversation", "Conversation", conversation_id)
+
+
+@router.get("/traces/{trace_id}", response_class=HTMLResponse)
+async def console_trace(request: Request, trace_id: str) -> Response:
+    return await _shell(request, "traces", "Trace", trace_id)
 
 
 @router.get("/sign-in", response_class=HTMLResponse)

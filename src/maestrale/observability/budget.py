@@ -10,14 +10,33 @@ from contextlib import asynccontextmanager
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from maestrale.core.auth.principal import Tenant
 from maestrale.core.budget import Budget, StatementTimeout, sqlstate, statement_budget
 from maestrale.observability.errors import ObservabilityError, bad_search
 
+# Seconds a search may run in the database (the routes pass the configured one).
+DEFAULT_BUDGET = 30.0
 # invalid_regular_expression, program_limit_exceeded ("regular expression is too complex").
 _REGEX_STATES = {"2201B", "54001"}
 # How Postgres words a statement timeout that interrupts a regular expression (REG_CANCEL): it
 # comes as an invalid regular expression (2201B), not as a cancelled query (57014).
 _CANCELLED = "operation cancelled"
+
+
+class SearchRepository:
+    """The base of a repository whose searches each run within `budget` seconds (408 past
+    it), scoped to the tenant's workspace."""
+
+    def __init__(
+        self, session: AsyncSession, tenant: Tenant, *, budget: float = DEFAULT_BUDGET
+    ) -> None:
+        self.session = session
+        self.tenant = tenant
+        self.budget = budget
+
+    @property
+    def dialect(self) -> str:
+        return self.session.get_bind().dialect.name
 
 
 @asynccontextmanager

@@ -4,7 +4,7 @@ unknown field, an unsupported operator or a value of the wrong type is a 400 nam
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -25,21 +25,25 @@ from sqlalchemy import (
     table,
     true,
 )
-from sqlalchemy.sql.elements import ColumnElement as Col
 
 from maestrale.accounting.tables import ChatCompletionEvent as E
-from maestrale.core.regex import PatternError, check_pattern
 from maestrale.core.validation import INT64_MAX, INT64_MIN
 from maestrale.observability.errors import bad_search
 from maestrale.observability.events.tables import TEXT_FTS
 from maestrale.observability.events.tables import ChatCompletionEventText as T
 from maestrale.observability.fields import FieldSpec, check_operator, resolve
+from maestrale.telemetry.search.sqlops import (
+    MAX_PATTERN_LENGTH as MAX_PATTERN_LENGTH,
+)
+from maestrale.telemetry.search.sqlops import (
+    compare,
+    parse_datetime,
+    regex_problem,
+    substring,
+)
 
 MAX_DEPTH = 10
 MAX_CONDITIONS = 200
-# Regular expressions run in linear time (RE2 on SQLite, Postgres' engine under the statement
-# timeout); the length cap bounds the size of their programs and of the request.
-MAX_PATTERN_LENGTH = 1000
 # FTS5's trigram index answers substrings of at least this many characters.
 TRIGRAM = 3
 _FTS = table(TEXT_FTS, column("rowid"))
@@ -146,19 +150,9 @@ class _Compiler:
             method = {"istartswith": "istartswith", "iendswith": "iendswith"}.get(op, "icontains")
             expr = getattr(col, method)(v, autoescape=True)
             return not_(expr) if op == "inotcontains" else expr  # type: ignore[no-any-return]
-        # Case-sensitive: LIKE is case-insensitive on SQLite, so compare substrings there.
-        if self.pg:
-            method = {"startswith": "startswith", "endswith": "endswith"}.get(op, "contains")
-            expr = getattr(col, method)(v, autoescape=True)
-        elif not v:
-            expr = true()
-        elif op == "startswith":
-            expr = func.substr(col, 1, len(v)) == v
-        elif op == "endswith":
-            expr = func.substr(col, -len(v)) == v
-        else:
-            expr = func.instr(col, v) > 0
-        return not_(expr) if op == "notcontains" else expr  # type: ignore[no-any-return]
+        where = {"startswith": "startswith", "endswith": "endswith"}.get(op, "contains")
+        expr = substring(col, v, "postgresql" if self.pg else "sqlite", where)
+        return not_(expr) if op == "notcontains" else expr
 
     # -- the messages' text --------------------------------------------------------------
     def message_text(self, spec: FieldSpec, op: str, value: Any) -> ColumnElement[bool]:
@@ -249,33 +243,16 @@ def extra_string(key: str, dialect: str) -> Any:
 
 
 def _compare(col: Any, op: str, value: Any) -> ColumnElement[bool]:
-    ops = {
-        "eq": col.__eq__,
-        "neq": col.__ne__,
-        "lt": col.__lt__,
-        "lte": col.__le__,
-        "gt": col.__gt__,
-        "gte": col.__ge__,
-    }
-    if op not in ops:
-        raise bad_search(f"operator {op!r} does not apply to this value")
-    result: Col[bool] = ops[op](value)
-    return result
+    try:
+        return compare(col, op, value)
+    except ValueError as exc:
+        raise bad_search(str(exc)) from None
 
 
 def _check_pattern(spec: FieldSpec, pattern: str) -> None:
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        raise bad_search(
-            f"{spec.name!r} matches takes a regular expression of at most "
-            f"{MAX_PATTERN_LENGTH} characters"
-        )
-    try:
-        check_pattern(pattern)
-    except PatternError as exc:
-        raise bad_search(
-            f"invalid regular expression for {spec.name!r}: {exc} (the syntax is RE2's: no "
-            "backreferences or lookaround)"
-        ) from None
+    problem = regex_problem(pattern)
+    if problem:
+        raise bad_search(f"invalid regular expression for {spec.name!r}: {problem}")
 
 
 def _string(spec: FieldSpec, op: str, value: Any) -> str:
@@ -312,14 +289,9 @@ def _list(spec: FieldSpec, op: str, value: Any) -> list[Any]:
 def _timestamp(spec: FieldSpec, op: str, value: Any) -> datetime:
     if isinstance(value, str):
         try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
+            parsed = parse_datetime(value)
+        except ValueError as exc:
+            raise bad_search(f"{spec.name!r} {op}: {exc}") from None
         if parsed is not None:
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=UTC)
-            try:
-                return parsed.astimezone(UTC)
-            except OverflowError:  # 9999-12-31T23:00-05:00 is past the last datetime
-                raise bad_search(f"{spec.name!r} {op}: {value!r} is out of range") from None
+            return parsed
     raise bad_search(f"{spec.name!r} {op} takes an ISO 8601 datetime string")

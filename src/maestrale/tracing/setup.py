@@ -64,6 +64,7 @@ def install_tracing(app: FastAPI, settings: Settings) -> None:
     from maestrale.tracing.asgi import TracingMiddleware
 
     app.add_middleware(TracingMiddleware, tracing=tracing)
+    app.state.tracing = tracing  # the telemetry store adds its processor of the server's spans
 
 
 async def _nothing() -> None:

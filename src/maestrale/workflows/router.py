@@ -12,6 +12,7 @@ from maestrale.workflows.registry.router import router as registry_router
 from maestrale.workflows.routing import assemble
 from maestrale.workflows.runs.router import router as runs_router
 from maestrale.workflows.schedules.router import router as schedules_router
+from maestrale.workflows.telemetry.router import router as telemetry_router
 from maestrale.workflows.workers.router import router as workers_router
 
 SUB_ROUTERS = (
@@ -22,6 +23,7 @@ SUB_ROUTERS = (
     registry_router,
     runs_router,
     schedules_router,
+    telemetry_router,
     workers_router,
 )
 

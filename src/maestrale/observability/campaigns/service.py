@@ -9,12 +9,13 @@ from maestrale.core.clock import utcnow
 from maestrale.core.ids import new_id
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.pagination import PageParams
+from maestrale.observability.budget import DEFAULT_BUDGET
 from maestrale.observability.campaigns.repository import CampaignRepository
 from maestrale.observability.campaigns.schemas import CampaignCreate, CampaignOut
 from maestrale.observability.campaigns.tables import Campaign
 from maestrale.observability.campaigns.tasks import KIND
 from maestrale.observability.errors import ObservabilityError
-from maestrale.observability.events.repository import DEFAULT_BUDGET, ChatCompletionEventRepository
+from maestrale.observability.events.repository import ChatCompletionEventRepository
 from maestrale.observability.filters import compile_filters, compile_scan
 from maestrale.observability.judges.repository import JudgeRepository
 from maestrale.observability.judges.schemas import JudgeOut

@@ -2,13 +2,13 @@
 in the workspace: all or nothing, the missing ones named), record a RUNNING task and enqueue the
 durable `observability.dataset_import` job in the same transaction (datasets.tasks runs it).
 Sources: chat completion events (explorer), another dataset's records, conversations
-(playground), an uploaded JSONL file, a campaign's judged events. Tasks are listed and read per
-dataset."""
+(playground), an uploaded JSONL file, a campaign's judged events, telemetry spans. Tasks are
+listed and read per dataset."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from maestrale.core.blobs import BlobStore
 from maestrale.core.errors import NotFound
@@ -19,6 +19,7 @@ from maestrale.files.service import FileService
 from maestrale.observability.campaigns.service import CampaignService
 from maestrale.observability.datasets.repository import ConversationReads, ImportTaskRepository
 from maestrale.observability.datasets.service import DatasetService
+from maestrale.observability.datasets.span_source import SpanReads, key_of
 from maestrale.observability.datasets.tables import DatasetImportTask
 from maestrale.observability.datasets.tasks import KIND
 from maestrale.observability.errors import ObservabilityError
@@ -130,14 +131,34 @@ class DatasetImports:
         campaign = await campaigns.get(campaign_id)
         return await self._start(dataset.id, creator_id, "campaign", {"campaign_id": campaign.id})
 
-    async def from_spans(self, dataset_id: str) -> NoReturn:
-        """Spans are not stored yet: the request is refused, after the dataset is found."""
+    async def from_spans(
+        self,
+        dataset_id: str,
+        refs: list[tuple[str, str]],
+        mappings: list[dict[str, Any]],
+        creator_id: str,
+    ) -> DatasetImportTask:
+        """Spans by (trace id, span id), ids compared in lower case (as the store keeps them).
+        A reference not found is skipped by the import (as the SDK documents), but a request
+        none of whose spans is in the workspace is refused: it could import nothing."""
         dataset = await self.datasets.get(dataset_id)
-        raise ObservabilityError(
-            f"cannot import spans into dataset {dataset.id!r}: spans are not stored yet"
-            " (issue 36), so no span can be found to import",
-            "FEATURE_NOT_SUPPORTED",
-        )
+        targets = [m["target_field"] for m in mappings]
+        if doubled := sorted({t for t in targets if targets.count(t) > 1}):
+            raise ObservabilityError(
+                f"mapping_contract maps several sources to {', '.join(doubled)}",
+                "VALIDATION_ERROR",
+            )
+        pairs = list(dict.fromkeys((t.lower(), s.lower()) for t, s in refs))
+        reads = SpanReads(self.session, self.tenant)
+        present = False
+        for i in range(0, len(pairs), _CHECK_CHUNK):
+            if await reads.found(pairs[i : i + _CHECK_CHUNK]):
+                present = True
+                break
+        if not present:
+            raise self._not_found("spans", [key_of(p) for p in pairs], "SPAN_NOT_FOUND")
+        params = {"refs": [list(p) for p in pairs], "mappings": mappings}
+        return await self._start(dataset.id, creator_id, "spans", params)
 
     async def task(self, dataset_id: str, task_id: str) -> DatasetImportTask:
         await self.datasets.get(dataset_id)

@@ -247,12 +247,15 @@ async def import_dataset(
 
 @router.post("/datasets/{dataset_id}/imports/from-spans", status_code=202)
 async def import_spans(
-    dataset_id: str, body: ImportFromSpans, imports: Imports
+    dataset_id: str, body: ImportFromSpans, imports: Imports, principal: StandardAuth
 ) -> DatasetImportTaskOut:
-    """Import telemetry spans (by trace and span id) through a mapping of their attributes.
-    Spans are not stored yet (issue 36): a dataset of the workspace answers 400
-    `FEATURE_NOT_SUPPORTED` saying so, and nothing is imported."""
-    await imports.from_spans(dataset_id)
+    """Import telemetry spans (by trace and span id) through a mapping of their attributes;
+    the spans' GenAI messages make each record's conversation (datasets.span_records). A
+    reference not in the workspace is skipped; none found is a 404 `SPAN_NOT_FOUND`."""
+    refs = [(r.trace_id, r.span_id) for r in body.span_references]
+    mappings = [m.model_dump() for m in body.mapping_contract.mappings]
+    task = await imports.from_spans(dataset_id, refs, mappings, _creator(principal))
+    return DatasetImportTaskOut.model_validate(task)
 
 
 @router.get("/datasets/{dataset_id}/tasks")

@@ -22,7 +22,7 @@ from maestrale.core.blobs import BlobStore
 from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.core.jobs.worker import JobContext, JobRegistry
-from maestrale.observability.datasets import sources
+from maestrale.observability.datasets import sources, span_source
 from maestrale.observability.datasets.repository import (
     ImportTaskRepository,
     RecordRepository,
@@ -154,6 +154,7 @@ def factories(blobs: BlobStore) -> dict[str, SourceFactory]:
         "playground": sources.playground,
         "campaign": sources.campaign,
         "file": sources.file_source(blobs),
+        "spans": span_source.spans,
     }
 
 

@@ -8,14 +8,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, desc, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from maestrale.accounting.tables import ChatCompletionEvent as E
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.budget import StatementTimeout, statement_budget
 from maestrale.core.db import Database
 from maestrale.core.pagination import keyset_after
-from maestrale.observability.budget import search_budget
+from maestrale.observability.budget import DEFAULT_BUDGET, SearchRepository, search_budget
 from maestrale.observability.fields import FieldSpec
 from maestrale.observability.filters import extra_string
 
@@ -27,28 +26,14 @@ OPTION_WINDOW = 10_000
 INDEXED_OPTIONS = frozenset({"model"})
 # search-ids: ids per database fetch and per chunk of the response body.
 ID_CHUNK = 2000
-# Seconds a search may run in the database (the routes pass the configured one).
-DEFAULT_BUDGET = 30.0
 # SQLite, filters on the messages' text: how long the newest events are walked and checked one
 # by one (compile_scan) before the search turns to the full-text index instead.
 SCAN_PROBE_SECONDS = 0.1
 
 
-class ChatCompletionEventRepository:
+class ChatCompletionEventRepository(SearchRepository):
     """Events of the tenant's workspace. Searches (a WHERE compiled from filters) each run
     within `budget` seconds, past which they fail with a 408 (DATABASE_TIMEOUT)."""
-
-    def __init__(
-        self, session: AsyncSession, tenant: Tenant, *, budget: float = DEFAULT_BUDGET
-    ) -> None:
-        self.session = session
-        self.tenant = tenant
-        self.budget = budget
-
-    @property
-    def dialect(self) -> str:
-        bind = self.session.get_bind()
-        return bind.dialect.name
 
     def select(self) -> Select[E]:
         return select(E).where(E.workspace_id == self.tenant.workspace_id)

@@ -52,9 +52,19 @@ BATCH = 200
 KEEPALIVE = b": keepalive\n\n"
 
 # A closed run that another follows is no end of its execution.
-_ENDED = ExecutionStatus.CLOSED - {ExecutionStatus.CONTINUED_AS_NEW}
+ENDED = ExecutionStatus.CLOSED - {ExecutionStatus.CONTINUED_AS_NEW}
 
 Sessions = async_sessionmaker[AsyncSession]
+
+
+async def temporal_end(engine: TemporalEngine, execution_id: str) -> datetime | None:
+    """When Temporal says the execution closed (now when it no longer knows it: retention);
+    None while it runs. Ask it with no transaction open."""
+    try:
+        described = await engine.describe(execution_id)
+    except WorkflowError as exc:
+        return utcnow() if exc.status_code == 404 else None  # 404: gone (retention)
+    return (described.close_time or utcnow()) if described.status in ENDED else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +142,11 @@ class EventStream:
             events = WorkflowEventRepository(work.session, self.spec.tenant)
             row = await events.execution(execution_id)
             status, end = (None, None) if row is None else (row.status, row.end_time)
-        if status in _ENDED:
+        if status in ENDED:
             return end or utcnow()
         if row is None or self.engine is None:
             return None
-        try:
-            described = await self.engine.describe(execution_id)
-        except WorkflowError as exc:
-            return utcnow() if exc.status_code == 404 else None  # 404: gone (retention)
-        return (described.close_time or utcnow()) if described.status in _ENDED else None
+        return await temporal_end(self.engine, execution_id)
 
     async def frames(self) -> AsyncIterator[bytes]:
         try:

@@ -10,6 +10,7 @@ export const NAV = [
   { page: 'files', href: '/console/files', label: 'Files' },
   { page: 'batch', href: '/console/batch', label: 'Batch' },
   { page: 'observability', href: '/console/observability', label: 'Observability' },
+  { page: 'traces', href: '/console/traces', label: 'Traces' },
   { page: 'judges', href: '/console/judges', label: 'Judges' },
   { page: 'campaigns', href: '/console/campaigns', label: 'Campaigns' },
   { page: 'datasets', href: '/console/datasets', label: 'Datasets' },

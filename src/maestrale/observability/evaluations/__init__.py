@@ -1,0 +1,1 @@
+"""Evaluations v2, offline half: projects, evaluations, runs, records, optimizations."""

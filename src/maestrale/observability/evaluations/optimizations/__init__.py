@@ -1,0 +1,1 @@
+"""Optimizations of an evaluation, whose trials are its runs."""

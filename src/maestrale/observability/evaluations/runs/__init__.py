@@ -1,0 +1,1 @@
+"""Evaluation runs, their records, scores and statistics."""

@@ -1,0 +1,1 @@
+"""Evaluation pipelines: judges run over the spans that arrive, each verdict a span evaluation."""

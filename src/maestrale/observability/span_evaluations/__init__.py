@@ -1,0 +1,1 @@
+"""Span evaluations: the verdicts evaluation pipelines store, searched and aggregated."""

@@ -1,0 +1,1 @@
+"""Traces, spans and logs of the telemetry store: search, get and aggregate."""
