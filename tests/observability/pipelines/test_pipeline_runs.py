@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.jobs.worker import JobContext
 from maestrale.observability.judges import judging
+from maestrale.observability.pipelines.repository import PipelineRepository
 from maestrale.observability.pipelines.tasks import PipelineTasks
 from maestrale.observability.span_evaluations.tables import SpanEvaluation
 from maestrale.telemetry.tables import TelemetryTrace
@@ -177,3 +178,16 @@ async def test_pipeline_judges_arriving_spans_once(
         404,
         "PIPELINE_CONFIG_NOT_FOUND",
     )
+
+    # A span that arrives is read a run later, up to the newest row the previous run saw: a
+    # lower row id than the newest may still be uncommitted (another process's writer).
+    async def newest() -> int:
+        async with app.state.services.db.transaction() as work:
+            return await PipelineRepository(work.session, tenant).latest_span_row_id()
+
+    ctx.payload["horizon"] = await newest()
+    await insert(app, span(tenant, 2, 6, BASE + MINUTE, NS))
+    assert (await tasks.run(cast(JobContext, ctx)))["evaluated"] == 0
+    ctx.payload["horizon"] = await newest()
+    assert (await tasks.run(cast(JobContext, ctx)))["evaluated"] == 2
+    assert ctx.effects  # the next run is queued with this run's newest row as its horizon

@@ -124,28 +124,29 @@ class PipelineRepository(WorkspaceRepository[Pipeline]):
         return int(found.scalar_one_or_none() or 0)
 
     async def spans_after(
-        self, watermark: int, where: ColumnElement[bool], limit: int
+        self, watermark: int, where: ColumnElement[bool], limit: int, horizon: int
     ) -> tuple[list[TelemetrySpan], int]:
-        """Up to `limit` spans past the watermark that match `where`, oldest first, and the row id
-        the watermark may move to: the last of them, or, when fewer matched, the newest row id
-        there was when the scan began (spans that do not match are passed over once, not read
-        again; a span arriving during the scan is past that bound, so it is read next time)."""
-        bound = await self.latest_span_row_id()
-        if bound <= watermark:
+        """Up to `limit` spans past the watermark, up to row `horizon`, that match `where`,
+        oldest first, and the row id the watermark may move to: the last of them, or, when fewer
+        matched, the horizon (spans that do not match are passed over once, not read again).
+        The horizon is the newest row there was when the previous run began: row ids are taken
+        when a writer inserts, not when it commits, so a row below the newest one seen now may
+        still be uncommitted (another process's writer); a run later it is there."""
+        if horizon <= watermark:
             return [], watermark
         stmt = (
             select(TelemetrySpan)
             .where(
                 TelemetrySpan.workspace_id == self.tenant.workspace_id,
                 TelemetrySpan.id > watermark,
-                TelemetrySpan.id <= bound,
+                TelemetrySpan.id <= horizon,
                 where,
             )
             .order_by(TelemetrySpan.id)
             .limit(limit)
         )
         rows = list((await self.session.execute(stmt)).scalars())
-        return rows, rows[-1].id if len(rows) == limit else bound
+        return rows, rows[-1].id if len(rows) == limit else horizon
 
     async def flush(self) -> None:
         await self.session.flush()

@@ -116,8 +116,12 @@ class PipelineTasks:
         pipeline_id = str(ctx.payload["pipeline_id"])
         async with ctx.db.transaction() as work:
             tenant = await pipeline_tenant(work.session, pipeline_id)
-        if tenant is None:
-            return {"status": "deleted", "evaluated": 0}
+            if tenant is None:
+                return {"status": "deleted", "evaluated": 0}
+            newest = await PipelineRepository(work.session, tenant).latest_span_row_id()
+        # Read up to the newest row the previous run saw (see spans_after); the first run of a
+        # chain, up to the newest now.
+        horizon = int(ctx.payload.get("horizon", newest))
         evaluated = batches = 0
         behind = False
         while True:
@@ -126,7 +130,7 @@ class PipelineTasks:
                 behind = True  # the next run follows at once; this one ends (and commits)
                 break
             batches += 1
-            batch = await self._read(ctx, tenant, pipeline_id)
+            batch = await self._read(ctx, tenant, pipeline_id, horizon)
             if batch is None:
                 await self._stop(ctx, tenant, pipeline_id)
                 return {"status": "stopped", "evaluated": evaluated}
@@ -142,10 +146,12 @@ class PipelineTasks:
             if len(batch.spans) < self.batch:
                 break
         idle = 0 if evaluated else int(ctx.payload.get("idle", 0)) + 1
-        ctx.on_complete(self._next_run(ctx, tenant, pipeline_id, idle, behind))
+        ctx.on_complete(self._next_run(ctx, tenant, pipeline_id, idle, behind, newest))
         return {"status": "behind" if behind else "caught up", "evaluated": evaluated}
 
-    async def _read(self, ctx: JobContext, tenant: Tenant, pipeline_id: str) -> Batch | None:
+    async def _read(
+        self, ctx: JobContext, tenant: Tenant, pipeline_id: str, horizon: int
+    ) -> Batch | None:
         """The next batch, or None if the pipeline is gone or disabled."""
         async with ctx.db.transaction() as work:
             repo = PipelineRepository(work.session, tenant)
@@ -166,7 +172,7 @@ class PipelineTasks:
             ]
             where = selectors_where(pipeline.selectors, repo.dialect)
             seen = pipeline.last_span_row_id
-            spans, to = await repo.spans_after(seen, where, self.batch)
+            spans, to = await repo.spans_after(seen, where, self.batch, horizon)
             caller = Caller(
                 tenant.organization_id, tenant.workspace_id, pipeline.key_id, pipeline.user_id
             )
@@ -257,7 +263,13 @@ class PipelineTasks:
                 await repo.set_job(pipeline_id, None)
 
     def _next_run(
-        self, ctx: JobContext, tenant: Tenant, pipeline_id: str, idle: int, behind: bool
+        self,
+        ctx: JobContext,
+        tenant: Tenant,
+        pipeline_id: str,
+        idle: int,
+        behind: bool,
+        horizon: int,
     ) -> Any:
         delay = 0.0 if behind else min(self.idle_cap, self.interval * 2 ** min(idle, 20))
 
@@ -271,7 +283,7 @@ class PipelineTasks:
             job = await JobQueue(ctx.db).enqueue(
                 session,
                 KIND,
-                {"pipeline_id": pipeline_id, "idle": idle},
+                {"pipeline_id": pipeline_id, "idle": idle, "horizon": horizon},
                 tenant=tenant,
                 delay=delay,
                 max_attempts=ATTEMPTS,
