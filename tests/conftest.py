@@ -48,6 +48,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{CI_TIER}: CI's tier, run where MAESTRALE_TEST_CI_TIER=1 (.ci/run sets it), skipped else",
     )
+    config.addinivalue_line(
+        "markers",
+        "sdk3_group: the conformance module of a group only mistralai 3.x has, run again in the"
+        " 3.x pass (tests/conformance/test_sdk_majors.py), whose live server is on Postgres",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

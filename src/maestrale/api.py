@@ -25,6 +25,8 @@ from maestrale.connectors.router import router as connectors_router
 from maestrale.conversations.router import router as conversations_router
 from maestrale.files.router import router as files_router
 from maestrale.fine_tuning.router import router as fine_tuning_router
+from maestrale.inbound.triggers.router import router as triggers_router
+from maestrale.inbound.webhooks.router import router as webhooks_router
 from maestrale.libraries.router import router as libraries_router
 from maestrale.observability.campaigns.router import router as observability_campaigns_router
 from maestrale.observability.datasets.router import router as observability_datasets_router
@@ -46,6 +48,7 @@ from maestrale.observability.traces.fields_router import (
 )
 from maestrale.observability.traces.router import router as observability_traces_router
 from maestrale.ocr.router import router as ocr_router
+from maestrale.registries.router import prompts_router, skills_router
 from maestrale.responses.router import router as responses_router
 from maestrale.telemetry.router import router as telemetry_router
 from maestrale.telemetry.router import worker_router as telemetry_worker_router
@@ -72,6 +75,7 @@ api_router.include_router(conversations_router)
 api_router.include_router(files_router)
 api_router.include_router(fine_tuning_router)
 api_router.include_router(identity_router)
+api_router.include_router(webhooks_router)
 api_router.include_router(libraries_router)
 api_router.include_router(observability_campaigns_router)
 api_router.include_router(observability_datasets_router)
@@ -89,6 +93,7 @@ api_router.include_router(ocr_router)
 api_router.include_router(responses_router)
 api_router.include_router(service_accounts_router)
 api_router.include_router(telemetry_router)  # /v1/traces, /v1/logs (OTLP/HTTP)
+api_router.include_router(triggers_router)
 api_router.include_router(voices_router)
 api_router.include_router(workflows_router)
 # Last: its catch-all must not shadow any other route.
@@ -103,5 +108,7 @@ api_router.include_router(admin_router)
 _included = APIRouter()
 _included.include_router(api_router)
 _included.include_router(voices_v2_router)  # /v2/audio/voices
+_included.include_router(prompts_router)  # /v2/prompts
+_included.include_router(skills_router)  # /v2/skills
 _included.include_router(telemetry_worker_router)  # /telemetry/v1/* (workflows worker)
 API_ROUTES: tuple[BaseRoute, ...] = tuple(_included.routes)

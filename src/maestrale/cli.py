@@ -275,8 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run_limits(settings, args))
     if args.command == "secrets":
         from maestrale.connectors.commands import run as run_secrets
+        from maestrale.inbound.webhooks.commands import SEALED as webhook_secrets
 
-        return asyncio.run(run_secrets(settings, args))
+        return asyncio.run(run_secrets(settings, args, webhook_secrets))
     return asyncio.run(_keys(settings, args))
 
 

@@ -19,6 +19,7 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         from maestrale.batch.tasks import register as register_batch
         from maestrale.files.tasks import register as register_files
         from maestrale.fine_tuning.tasks import register as register_fine_tuning
+        from maestrale.inbound.triggers.tasks import register as register_triggers
         from maestrale.libraries.tasks import register as register_libraries
         from maestrale.observability.campaigns.tasks import register as register_campaigns
         from maestrale.observability.datasets.tasks import register as register_dataset_imports
@@ -37,4 +38,5 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_dataset_imports(registry, services.blobs)
         register_pipelines(registry, services.platform_calls)
         register_responses(registry, services)
+        register_triggers(registry, services)
     return registry

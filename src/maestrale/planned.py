@@ -15,10 +15,6 @@ REGISTRIES = "prompts, skills, webhooks and triggers (issue 37)"
 SEARCH = "context search indexes and RAG deployments (issue 38)"
 
 PLANNED: dict[str, str] = {
-    "/v2/prompts": REGISTRIES,
-    "/v2/skills": REGISTRIES,
-    "/v1/webhooks": REGISTRIES,
-    "/v1/triggers": REGISTRIES,
     "/v1/context": SEARCH,
     "/v1/rag": SEARCH,
 }

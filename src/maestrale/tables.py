@@ -17,6 +17,8 @@ from maestrale.core.db import Base
 from maestrale.core.jobs import tables as job_tables
 from maestrale.files import tables as file_tables
 from maestrale.fine_tuning import tables as fine_tuning_tables
+from maestrale.inbound.triggers import tables as trigger_tables
+from maestrale.inbound.webhooks import tables as inbound_webhook_tables
 from maestrale.libraries import tables as library_tables
 from maestrale.libraries.index import tables as library_index_tables
 from maestrale.limits import tables as limits_tables
@@ -27,6 +29,7 @@ from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
 from maestrale.observability.pipelines import tables as observability_pipeline_tables
 from maestrale.observability.span_evaluations import tables as observability_span_evaluation_tables
+from maestrale.registries import tables as registry_tables
 from maestrale.responses import tables as response_tables
 from maestrale.telemetry import tables as telemetry_tables
 from maestrale.voices import tables as voice_tables
@@ -62,6 +65,7 @@ __all__ = [
     "conversation_tables",
     "file_tables",
     "fine_tuning_tables",
+    "inbound_webhook_tables",
     "job_tables",
     "library_index_tables",
     "library_tables",
@@ -75,8 +79,10 @@ __all__ = [
     "observability_judge_tables",
     "observability_pipeline_tables",
     "observability_span_evaluation_tables",
+    "registry_tables",
     "response_tables",
     "telemetry_tables",
+    "trigger_tables",
     "voice_tables",
     "workflow_event_tables",
     "workflow_execution_tables",

@@ -31,6 +31,9 @@ AGENT_KEYS = {
     "metadata",
     "object",
     "version_message",
+    # This server's extension: the agent's stored prompt and skills (null without).
+    "prompt",
+    "skills",
 }
 
 WEATHER = {

@@ -95,6 +95,18 @@ def _connector_seeds(post: Any, mcp_url: str) -> dict[str, str]:
     }
 
 
+def _trigger_seeds(post: Any, agent_id: str) -> dict[str, str]:
+    """A webhook (GitHub's preset) and a trigger starting the agent on its deliveries."""
+    webhook = post("/v1/webhooks", {"provider": "github", "name": "fuzz", "secret": "fuzz"})
+    action = {"primitive_id": agent_id, "type": "start_agent_session"}
+    trigger = post(
+        "/v1/triggers",
+        {"event_source_id": webhook["id"], "handler": "agents", "action": action,
+         "owner_type": "workspace", "title": "fuzz"},
+    )  # fmt: skip
+    return {"trigger_id": trigger["id"]}
+
+
 def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
     """The ids of the made resources, by the name of the path parameter that takes them."""
     std = {"Authorization": f"Bearer {API_KEY}"}
@@ -156,6 +168,7 @@ def seed(client: requests.Session, mcp_url: str) -> dict[str, str]:
     return {
         **_workflow_seeds(post),
         **_connector_seeds(post, mcp_url),
+        **_trigger_seeds(post, agent["id"]),
         "file_id": file_id,
         "agent_id": agent["id"],
         "version": "0",

@@ -3,8 +3,10 @@
 They are written against the venv's own SDK (2.8.0); 3.x kept its module layout and moved or
 dropped some operations (bench/sdk_diff.py lists them), so the same tests run under 3.x, minus
 what 3.x dropped (`only_before_3`), the cross-release tests (`any_sdk`, which already speak
-with every release) and the modules that do not import the SDK. One pytest in a subprocess, in
-CI's tier, its live server on Postgres where CI has it (the first pass's is on SQLite).
+with every release) and the modules that do not import the SDK, except those of groups only 3.x
+has (`sdk3_group`: they drive 3.x apart, and run again here for Postgres). One pytest in a
+subprocess, in CI's tier, its live server on Postgres where CI has it (the first pass's is on
+SQLite).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from tests.support.sdks import NEWEST_3, ROOT, sdk_dir
 # The modules that import the venv's own SDK: the others (TypeScript, schema fuzz, those that
 # drive each release apart through SdkProcess) would only run again as they ran.
 IMPORTS_THE_SDK = re.compile(r"^\s*(from|import) mistralai\b", re.MULTILINE)
+# And the modules of groups only 3.x has, so that they run on Postgres too.
+THREE_ONLY_GROUP = re.compile(r"^pytestmark = pytest\.mark\.sdk3_group\b", re.MULTILINE)
 
 
 @pytest.mark.ci_tier
@@ -34,7 +38,7 @@ def test_the_conformance_suite_passes_with_the_newest_3x() -> None:
     modules = sorted(
         str(path)
         for path in (ROOT / "tests" / "conformance").glob("test_*.py")
-        if IMPORTS_THE_SDK.search(path.read_text())
+        if IMPORTS_THE_SDK.search(text := path.read_text()) or THREE_ONLY_GROUP.search(text)
     )
     # On Postgres where CI has it (the venv's own SDK's pass runs on SQLite).
     env = {

@@ -70,7 +70,8 @@ async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
     assert resp.status_code == 405
     assert resp.json()["object"] == "error"
     # mistralai 3.x's groups that later issues build: a 501 naming the group, not a 404.
-    for method, path in (("POST", "/v2/prompts"), ("GET", "/v1/context/search-indexes")):
+    planned = ("/v1/rag/ingestion_pipeline_configurations", "/v1/context/search-indexes")
+    for method, path in (("GET", planned[0]), ("GET", planned[1])):
         resp = await client.request(method, path, json={})
         assert resp.status_code == 501, path
         assert resp.json()["code"] == "not_implemented" and "issue" in resp.json()["message"]

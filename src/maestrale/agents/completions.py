@@ -18,6 +18,8 @@ from maestrale.core.sse import streamed
 from maestrale.engines.dependencies import Engines
 from maestrale.gateway.dependencies import CallerDep, CorrelationId, GatewayDep
 from maestrale.guardrails.schemas import Guardrails, stored
+from maestrale.registries.lookup import RegistryLookup
+from maestrale.registries.references import effective_instructions
 
 router = domain_router(prefix="/agents", tags=["agents"], responses=error_responses(MODEL_ERRORS))
 
@@ -88,17 +90,23 @@ async def agent_completions(
     correlation: CorrelationId,
 ) -> Response:
     """Deprecated: chat completion with the agent's current version (its model, instructions
-    as a system message, tools and completion arguments); plain, or streamed as server-sent
-    events ending with `data: [DONE]`."""
+    as a system message, led by its prompt and followed by its skills, tools and completion
+    arguments); plain, or streamed as server-sent events ending with `data: [DONE]`."""
     service = AgentService(work.session, tenant, engines)
     agent = await service.agent(body.agent_id)
     version = await service.resolve_version(agent, None)
+    lookup = RegistryLookup(work.session, tenant)
+    instructions, record = await effective_instructions(
+        lookup, version.instructions, version.registry_refs
+    )
     chat = chat_request(
         body,
         version.model,
-        version.instructions,
+        instructions,
         list(version.tools or []),
         dict(version.completion_args or {}),
         version.guardrails,
     )
+    if record:  # which prompt and skill versions ran, among the event's extra fields
+        chat.metadata = {**(chat.metadata or {}), **record}
     return await respond_chat(request, gateway, caller, chat, correlation)

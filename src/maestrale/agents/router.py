@@ -52,7 +52,9 @@ async def create_agent(
     sealer: AgentSealer,
 ) -> AgentOut:
     """Create an agent (version 1): a model with instructions, tools, completion arguments,
-    handoffs (ids of the workspace's agents), guardrails and metadata."""
+    handoffs (ids of the workspace's agents), guardrails and metadata; and, beyond the SDK, a
+    stored `prompt` (`{id, version?, alias?, variables?}`) whose rendered text leads its
+    instructions and `skills` (`[{id, version?, alias?}]`) bundled after them."""
     return await AgentService(work.session, tenant, engines, sealer).create(body)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from maestrale.guardrails.schemas import Guardrails
+from maestrale.registries.references import MAX_SKILLS, PromptRef, SkillRef
 
 
 class FunctionDef(BaseModel):
@@ -79,6 +80,10 @@ class AgentFields(BaseModel):
     handoffs: list[str] | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] | None = None
     version_message: str | None = Field(default=None, max_length=4096)
+    # This server's extension: a stored prompt (its rendered text leads the instructions) and
+    # skills (bundled after them), resolved at each run unless pinned to a version.
+    prompt: PromptRef | None = None
+    skills: list[SkillRef] | None = Field(default=None, max_length=MAX_SKILLS)
 
 
 class AgentCreate(AgentFields):
@@ -111,6 +116,8 @@ class AgentOut(BaseModel):
     metadata: dict[str, Any] | None
     object: Literal["agent"] = "agent"
     version_message: str | None
+    prompt: dict[str, Any] | None = None
+    skills: list[dict[str, Any]] | None = None
 
 
 class AgentListPage(BaseModel):

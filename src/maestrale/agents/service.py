@@ -28,6 +28,8 @@ from maestrale.core.ids import new_id
 from maestrale.core.pagination import PageParams, decode_cursor, encode_cursor
 from maestrale.engines.registry import EngineRegistry
 from maestrale.guardrails.schemas import stored
+from maestrale.registries.lookup import RegistryLookup
+from maestrale.registries.references import check_refs, stored_refs
 
 SOURCE = "api"
 MAX_VERSION = 2**31
@@ -62,6 +64,7 @@ def new_agent_id() -> str:
 
 
 def describe(agent: Agent, row: AgentVersion, versions: list[int]) -> AgentOut:
+    refs = row.registry_refs or {}
     return AgentOut(
         model=row.model,
         name=row.name,
@@ -80,6 +83,8 @@ def describe(agent: Agent, row: AgentVersion, versions: list[int]) -> AgentOut:
         handoffs=row.handoffs,
         metadata=row.meta,
         version_message=row.version_message,
+        prompt=refs.get("prompt"),
+        skills=refs.get("skills"),
     )
 
 
@@ -253,6 +258,8 @@ class AgentService:
                 values["meta"] = value
             elif name == "guardrails":
                 values["guardrails"] = stored(value)
+            elif name in ("prompt", "skills"):
+                continue  # kept together in `registry_refs` (`_refs`)
             elif name in ("model", "name", "deployment_chat") and value is None:
                 continue  # null means "unchanged" for the required fields
             else:
@@ -261,15 +268,35 @@ class AgentService:
         values["version_message"] = body.version_message
         return values
 
+    async def _refs(self, body: AgentFields, kept: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The prompt and skills references to store (`registry_refs`): `kept` (the current
+        version's) with those the request sets (null removes one), checked to exist now."""
+        given = body.model_fields_set & {"prompt", "skills"}
+        if not given:
+            return kept or None
+        refs = dict(kept or {})
+        new = stored_refs(body.prompt, body.skills) or {}
+        for name in given:
+            refs.pop(name, None)
+            if name in new:
+                refs[name] = new[name]
+        prompt = refs.get("prompt")
+        if isinstance(prompt, dict) and prompt.get("id") is None:
+            raise BadRequest("an agent's `prompt` names a prompt: give its `id`", param="prompt.id")
+        await check_refs(RegistryLookup(self.session, self.tenant), refs)
+        return refs or None
+
     async def create(self, body: AgentCreate) -> AgentOut:
         await self.check_model(body.model)
         await self._check_handoffs(body.handoffs, None)
+        values = self._fields(body, only_set=False)
+        values["registry_refs"] = await self._refs(body, None)
         now = utcnow()
         agent = Agent(
             id=new_agent_id(), name=body.name, model=body.model, created_at=now, updated_at=now
         )
         await self.repo.add(agent)
-        row = await self._append_version(agent, self._fields(body, only_set=False))
+        row = await self._append_version(agent, values)
         return describe(agent, row, [row.version])
 
     async def update(self, agent_id: str, body: AgentUpdate) -> AgentOut:
@@ -281,6 +308,7 @@ class AgentService:
             await self.check_model(changes["model"])
         if changes.get("handoffs"):
             await self._check_handoffs(changes["handoffs"], agent.id)
+        changes["registry_refs"] = await self._refs(body, current.registry_refs)
         base = {
             "model": current.model,
             "name": current.name,

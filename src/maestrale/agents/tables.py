@@ -45,6 +45,8 @@ class AgentVersion(Base):
     instructions: Mapped[str | None] = mapped_column(Text, default=None)
     tools: Mapped[list[dict[str, Any]]] = mapped_column(JSONDoc, default=list)
     completion_args: Mapped[dict[str, Any]] = mapped_column(JSONDoc, default=dict)
+    # The prompt and skills it runs with (`registries.references.stored_refs`; None: none).
+    registry_refs: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)
     guardrails: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONDoc, default=None)
     description: Mapped[str | None] = mapped_column(Text, default=None)
     handoffs: Mapped[list[str] | None] = mapped_column(JSONDoc, default=None)

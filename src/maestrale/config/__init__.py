@@ -17,18 +17,26 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from maestrale.config.inbound import RECEIVE_PATTERN, InboundSettings
 from maestrale.config.libraries import LibrarySettings
 from maestrale.config.limits import LimitsConfig
 from maestrale.config.telemetry import OTLP_PATHS, TelemetrySettings
 from maestrale.config.tools import ToolSettings
 from maestrale.config.workflows import WorkflowSettings
 from maestrale.core.fetch import FetchPolicy
-from maestrale.core.middleware import BodyLimits
+from maestrale.core.middleware import UPLOAD_PATTERNS, BodyLimits
 from maestrale.core.outage_settings import OutageSettings
 from maestrale.core.paths import private_dir
 
 
-class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings, TelemetrySettings):
+class Settings(
+    OutageSettings,
+    LibrarySettings,
+    ToolSettings,
+    WorkflowSettings,
+    TelemetrySettings,
+    InboundSettings,
+):
     model_config = SettingsConfigDict(env_prefix="MAESTRALE_", extra="ignore")
 
     host: str = "127.0.0.1"
@@ -255,6 +263,8 @@ class Settings(OutageSettings, LibrarySettings, ToolSettings, WorkflowSettings, 
                 # OTLP exports: their own limit (the receiver checks the gunzipped size too).
                 **dict.fromkeys(OTLP_PATHS, self.telemetry_max_body_bytes),
             },
+            # A webhook delivery: streamed to its route, which counts it against its own limit.
+            upload_patterns=(*UPLOAD_PATTERNS, RECEIVE_PATTERN),
         )
 
     @property

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from maestrale.config import Settings, previous_secrets, secret_value
 from maestrale.connectors.credentials import CREDENTIAL, HEADERS, OAUTH_CLIENT
@@ -23,7 +24,7 @@ from maestrale.core.signing import load_or_create_secret
 class Sealed:
     """A column that holds sealed values, and the purpose they were sealed for."""
 
-    table: type[Connector] | type[ConnectorCredential]
+    table: type[Any]  # a table with an `id` primary key
     column: str
     purpose: str
 
@@ -52,11 +53,13 @@ def box_of(settings: Settings) -> SecretBox:
     return SecretBox(secret, previous_secrets(settings))
 
 
-async def reseal(db: Database, box: SecretBox) -> tuple[int, int]:
+async def reseal(
+    db: Database, box: SecretBox, columns: Iterable[Sealed] = SEALED
+) -> tuple[int, int]:
     """Reseal what is not under the current key: (values rewritten, values unreadable)."""
     rewritten = unreadable = 0
     async with db.transaction() as work:
-        for sealed in SEALED:
+        for sealed in columns:
             column = SealedColumn(work.session, sealed.table, sealed.column)
             for row_id, value in await column.values():
                 if not value or box.is_current(value):
@@ -71,10 +74,12 @@ async def reseal(db: Database, box: SecretBox) -> tuple[int, int]:
     return rewritten, unreadable
 
 
-async def run(settings: Settings, args: argparse.Namespace) -> int:
+async def run(settings: Settings, args: argparse.Namespace, more: Sequence[Sealed] = ()) -> int:
+    """`more`: the sealed columns of the domains above this one (the command line names
+    them; see `cli`)."""
     db, box = Database(settings.resolved_database_url), box_of(settings)
     try:
-        rewritten, unreadable = await reseal(db, box)
+        rewritten, unreadable = await reseal(db, box, (*SEALED, *more))
     finally:
         await db.dispose()
     sys.stdout.write(f"{rewritten} secrets resealed under key {box.current_key_id}\n")

@@ -298,7 +298,8 @@ class SealedColumn:
     def __init__(
         self,
         session: AsyncSession,
-        table: type[Connector] | type[ConnectorCredential],
+        # Any table with an `id` primary key (other domains' sealed columns too: `SEALED`).
+        table: type[Any],
         column: str,
     ) -> None:
         self.session = session

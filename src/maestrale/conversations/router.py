@@ -43,7 +43,8 @@ async def start_conversation(
     service: Service,
 ) -> Response:
     """Start a conversation on a model (`model`, with optional `instructions`, `tools`,
-    `completion_args`) or on an agent (`agent_id`, optional `agent_version` number or alias),
+    `completion_args`, and beyond the SDK a stored `prompt` and `skills`) or on an agent
+    (`agent_id`, optional `agent_version` number or alias; `prompt.variables` fill its prompt),
     and answer `inputs`. Function calls end the response as `function.call` entries; append
     their `function.result` entries to go on. `store: false` answers and keeps nothing."""
     return await respond(request, service, await service.prepare_start(body), body.stream)

@@ -14,6 +14,7 @@ from maestrale.agents.schemas import AgentToolIn, CompletionArgsIn
 from maestrale.conversations.tables import Conversation
 from maestrale.core.sizes import MAX_CONVERSATION_INPUTS, at_most
 from maestrale.guardrails.schemas import Guardrails
+from maestrale.registries.references import MAX_SKILLS, PromptRef, SkillRef
 
 HandoffExecution = Literal["client", "server"]
 Inputs = (
@@ -45,6 +46,10 @@ class ConversationStart(_In):
     agent_id: str | None = Field(default=None, max_length=200)
     agent_version: str | int | None = None
     model: str | None = Field(default=None, max_length=256)
+    # This server's extension (as on agents): a stored prompt and skills for a model; for an
+    # agent, `prompt.variables` only, which fill its prompt.
+    prompt: PromptRef | None = None
+    skills: list[SkillRef] | None = Field(default=None, max_length=MAX_SKILLS)
 
 
 class _Continuation(_In):
@@ -98,7 +103,8 @@ class ConversationMessages(BaseModel):
 
 
 def describe(row: Conversation) -> dict[str, Any]:
-    """The AgentConversation or ModelConversation shape (told apart by `agent_id` / `model`)."""
+    """The AgentConversation or ModelConversation shape (told apart by `agent_id` / `model`),
+    with the prompt and skills references it was started with, if any."""
     common = {
         "object": "conversation",
         "id": row.id,
@@ -107,6 +113,7 @@ def describe(row: Conversation) -> dict[str, Any]:
         "name": row.name,
         "description": row.description,
         "metadata": row.meta,
+        **(row.registry_refs or {}),
     }
     if row.agent_id is not None:
         return {**common, "agent_id": row.agent_id, "agent_version": row.agent_version}

@@ -245,9 +245,12 @@ class ConversationService:
                 agent_id=target.agent_id,
                 agent_version=target.agent_version,
                 model=None if agent else target.model,
-                instructions=None if agent else target.instructions,
+                # The caller's own (the target's are led by the prompt and followed by the
+                # skills, resolved again at each run from its `registry_refs`).
+                instructions=None if agent else body.instructions,
                 tools=[] if agent else target.tools,
                 completion_args={} if agent else target.completion_args,
+                registry_refs=target.refs,
                 guardrails=stored(body.guardrails),
                 name=body.name,
                 description=body.description,
@@ -336,6 +339,7 @@ class ConversationService:
                 instructions=source.instructions,
                 tools=source.tools,
                 completion_args=source.completion_args,
+                registry_refs=source.registry_refs,
                 guardrails=(
                     stored(body.guardrails) if body.guardrails is not None else source.guardrails
                 ),
@@ -416,7 +420,7 @@ class ConversationService:
         async def load_agent(agent_id: str) -> Target:
             """A server handoff's next agent (its current version) with its tools, whose
             guardrails check the request's inputs too before it answers."""
-            target = await self.targets.of_agent(agent_id, None)
+            target = await self.targets.of_agent(agent_id, None, prepared.target.variables)
             await self.targets.equip(target)
             await self._guard(prepared, target, prepared.added)
             return target

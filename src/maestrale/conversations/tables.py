@@ -30,6 +30,9 @@ class Conversation(WorkspaceScoped, Base):
     instructions: Mapped[str | None] = mapped_column(Text, default=None)
     tools: Mapped[list[dict[str, Any]]] = mapped_column(JSONDoc, default=list)
     completion_args: Mapped[dict[str, Any]] = mapped_column(JSONDoc, default=dict)
+    # The prompt and skills it was started with (`registries.references.stored_refs`), resolved
+    # again at each run; for an agent conversation only its prompt's variables. None: none.
+    registry_refs: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)
     guardrails: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONDoc, default=None)
     name: Mapped[str | None] = mapped_column(Text, default=None)
     description: Mapped[str | None] = mapped_column(Text, default=None)

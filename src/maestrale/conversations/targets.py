@@ -24,6 +24,8 @@ from maestrale.core.errors import BadRequest
 from maestrale.core.uow import UnitOfWork
 from maestrale.engines.registry import EngineRegistry
 from maestrale.guardrails.schemas import stored
+from maestrale.registries.lookup import RegistryLookup
+from maestrale.registries.references import effective_instructions, prompt_variables, stored_refs
 
 # The function name a model calls to hand the conversation over to an agent (then its id).
 HANDOFF_PREFIX = "handoff_to_"
@@ -44,6 +46,13 @@ class Target:
     guardrails: list[dict[str, Any]] = field(default_factory=list)  # checked on a request's input
     # The tools of `tools` the server runs (connectors'), built by `Targets.equip`.
     toolbox: ServerToolbox = EMPTY_TOOLBOX
+    # The prompt and skills references a new conversation keeps (a model's; an agent's prompt
+    # variables), the conversation's prompt variables (they fill the prompt of any agent it
+    # runs on), and which prompt and skill versions `instructions` was made of (its events'
+    # extra fields).
+    refs: dict[str, Any] | None = None
+    variables: dict[str, Any] | None = None
+    record: dict[str, Any] = field(default_factory=dict)
 
     def with_guardrails(self, more: list[dict[str, Any]] | None) -> Target:
         """This target with `more` guardrails (a conversation's own, after its agent's)."""
@@ -98,15 +107,23 @@ class Targets:
         self.work = work
         self.tenant = tenant
         self.agents = AgentService(work.session, tenant, engines)
+        self.registries = RegistryLookup(work.session, tenant)
         # Builds the toolboxes of the tools the server runs (None: it runs none).
         self.toolboxes = toolboxes
 
-    async def of_agent(self, agent_id: str, version: str | int | None) -> Target:
-        """An agent's version (`version`: a number, an alias, or None for the current one)."""
+    async def of_agent(
+        self, agent_id: str, version: str | int | None, variables: dict[str, Any] | None = None
+    ) -> Target:
+        """An agent's version (`version`: a number, an alias, or None for the current one), its
+        instructions led by its prompt (rendered with its own variables, overridden by
+        `variables`: a conversation's) and followed by its skills, both resolved now."""
         agent, row = await self.agents.agent_version(agent_id, version)
+        instructions, record = await effective_instructions(
+            self.registries, row.instructions, row.registry_refs, variables
+        )
         return Target(
             model=row.model,
-            instructions=row.instructions,
+            instructions=instructions,
             tools=list(row.tools or []),
             completion_args=dict(row.completion_args or {}),
             agent_id=agent.id,
@@ -114,20 +131,28 @@ class Targets:
             agent_version=row.version,
             handoffs=list(row.handoffs or []),
             guardrails=list(row.guardrails or []),
+            variables=variables,
+            record=record,
         )
 
     async def of_conversation(self, row: Conversation) -> Target:
-        """What a stored conversation runs on, with its own guardrails after its agent's."""
+        """What a stored conversation runs on, with its own guardrails after its agent's; its
+        prompt and skills resolved now (a version moved by its alias runs from now on)."""
+        refs = row.registry_refs
+        variables = prompt_variables(refs)
         if row.agent_id is not None:
-            target = await self.of_agent(row.agent_id, row.agent_version)
+            target = await self.of_agent(row.agent_id, row.agent_version, variables)
             return target.with_guardrails(row.guardrails)
         assert row.model is not None
+        instructions, record = await effective_instructions(self.registries, row.instructions, refs)
         return Target(
             model=row.model,
-            instructions=row.instructions,
+            instructions=instructions,
             tools=list(row.tools or []),
             completion_args=dict(row.completion_args or {}),
             guardrails=list(row.guardrails or []),
+            variables=variables,
+            record=record,
         )
 
     async def of_start(self, body: ConversationStart) -> Target:
@@ -146,16 +171,38 @@ class Targets:
                     code="invalid_target",
                     param="instructions",
                 )
-            target = await self.of_agent(body.agent_id, body.agent_version)
+            if body.skills is not None or (body.prompt is not None and body.prompt.id):
+                raise BadRequest(
+                    "the prompt and skills belong to the agent: give only `prompt.variables` "
+                    "(they fill its prompt), or update the agent",
+                    code="invalid_target",
+                    param="prompt" if body.skills is None else "skills",
+                )
+            variables = body.prompt.variables if body.prompt is not None else None
+            target = await self.of_agent(body.agent_id, body.agent_version, variables)
+            target.refs = {"prompt": {"variables": variables}} if variables else None
             return target.with_guardrails(stored(body.guardrails))
         assert body.model is not None
         await self.agents.check_model(body.model)
+        if body.prompt is not None and not body.prompt.id:
+            raise BadRequest(
+                "`prompt` names a stored prompt: give its `id`",
+                code="invalid_target",
+                param="prompt.id",
+            )
+        refs = stored_refs(body.prompt, body.skills)
+        instructions, record = await effective_instructions(
+            self.registries, body.instructions, refs
+        )
         return Target(
             model=body.model,
-            instructions=body.instructions,
+            instructions=instructions,
             tools=self._stored_tools([t.stored() for t in body.tools or []]),
             completion_args=body.completion_args.stored() if body.completion_args else {},
             guardrails=stored(body.guardrails) or [],
+            refs=refs,
+            variables=prompt_variables(refs),
+            record=record,
         )
 
     async def of_restart(self, source: Conversation, body: ConversationRestart) -> Target:
@@ -168,7 +215,10 @@ class Targets:
         own = stored(body.guardrails) if body.guardrails is not None else source.guardrails
         if source.agent_id is not None:
             version = body.agent_version if body.agent_version is not None else None
-            target = await self.of_agent(source.agent_id, version or source.agent_version)
+            variables = prompt_variables(source.registry_refs)
+            target = await self.of_agent(
+                source.agent_id, version or source.agent_version, variables
+            )
             return target.with_guardrails(own)
         target = await self.of_conversation(source)
         target.guardrails = list(own or [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Generic, TypeVar
 
 from sqlalchemy import ForeignKey, Select, String, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
@@ -61,6 +62,16 @@ class WorkspaceRepository(Generic[M]):
         self.session.add(row)
         await self.session.flush()
         return row
+
+    async def add_unique(self, row: M) -> bool:
+        """Insert `row`; False when a unique key of its table refuses it (a name or slug taken in
+        the workspace), the session left as it was."""
+        try:
+            async with self.session.begin_nested():
+                await self.add(row)
+        except IntegrityError:
+            return False
+        return True
 
     async def delete(self, row: M) -> None:
         if row.workspace_id != self.tenant.workspace_id:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from maestrale.core.sizes import MAX_CONVERSATION_INPUTS, at_most
+from maestrale.registries.references import MAX_SKILLS, PromptRef, SkillRef
 
 Input = (
     str
@@ -65,7 +66,10 @@ class ResponseInputs(BaseModel):
     parallel_tool_calls: bool | None = None
     previous_response_id: str | None = Field(default=None, max_length=128)
     conversation: str | dict[str, Any] | None = None
-    prompt: Any = None
+    # A stored prompt (`{id, version, variables}`, as OpenAI's), rendered as the instructions'
+    # start; and skills (this server's extension), bundled after them.
+    prompt: PromptRef | None = None
+    skills: list[SkillRef] | None = Field(default=None, max_length=MAX_SKILLS)
     text: TextConfig | None = None
     reasoning: Reasoning | None = None
     truncation: Literal["auto", "disabled"] | None = None

@@ -74,12 +74,6 @@ def _check(body: ResponseInputs) -> None:
         raise BadRequest(
             "give exactly one of `model` and `agent_id`", code="invalid_target", param="model"
         )
-    if body.prompt is not None:
-        raise UnsupportedParameter(
-            "`prompt` (a stored prompt template) is not served yet: send `instructions` and "
-            "`input`",
-            param="prompt",
-        )
     if body.previous_response_id is not None and body.conversation is not None:
         raise BadRequest(
             "give `previous_response_id` or `conversation`, not both",
@@ -112,6 +106,25 @@ def _conversation_id(value: str | dict[str, Any] | None) -> str | None:
     if value is None or (isinstance(value, str) and 0 < len(value) <= 200):
         return value
     raise BadRequest("`conversation` must be a conversation id", param="conversation")
+
+
+def _prompt(body: ResponseInputs) -> dict[str, Any] | None:
+    """The request's prompt reference, its OpenAI-style variables (an `input_text` item)
+    read as their text."""
+    if body.prompt is None:
+        return None
+    prompt = body.prompt.stored()
+    variables = prompt.get("variables")
+    if variables:
+        prompt["variables"] = {
+            name: value["text"]
+            if isinstance(value, dict)
+            and value.get("type") == "input_text"
+            and isinstance(value.get("text"), str)
+            else value
+            for name, value in variables.items()
+        }
+    return prompt
 
 
 def _position(items: list[dict[str, Any]], item_id: str, param: str) -> int:
@@ -217,6 +230,8 @@ class ResponsesService:
                 "agent_id": body.agent_id,
                 "agent_version": body.agent_version,
                 "instructions": body.instructions,
+                "prompt": _prompt(body),
+                "skills": [s.stored() for s in body.skills] if body.skills is not None else None,
                 "tools": conversation_tools(body.tools) if body.tools else None,
                 "store": store,
                 "metadata": getattr(body, "metadata", None),

@@ -83,6 +83,8 @@ def initial(response_id: str, body: ResponseCreate, model: str, status: str) -> 
         "prompt_cache_retention": None,
         "service_tier": "default",
         "top_logprobs": body.top_logprobs or 0,
+        # OpenAI's echo of the stored prompt the response ran (only when it named one).
+        **({"prompt": body.prompt.stored()} if body.prompt is not None else {}),
     }
 
 

@@ -187,7 +187,8 @@ async def run_turns(
             correlation_id=correlation_id,
             prefix=prefix,
             source=source,
-            extra=extra,
+            # Which prompt and skill versions the instructions were made of, for the event.
+            extra={**(extra or {}), **target.record} if target.record else extra,
         )
         message_id = entry_id("message.output")
         if emit is None:

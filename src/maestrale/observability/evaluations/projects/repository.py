@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy import Select, desc, or_, select
-from sqlalchemy.exc import IntegrityError
 
 from maestrale.core.repository import WorkspaceRepository
 from maestrale.observability.evaluations.tables import EvalEvaluation, EvalProject
@@ -28,15 +27,6 @@ class _SluggedRepository(WorkspaceRepository[S]):
 
     async def by_ids(self, ids: Sequence[str]) -> list[S]:
         return await self.list(self.select().where(self.model.id.in_(list(ids))))
-
-    async def add_unique(self, row: S) -> bool:
-        """Insert `row`; False when its slug is taken in the workspace (deleted ones included)."""
-        try:
-            async with self.session.begin_nested():
-                await self.add(row)
-        except IntegrityError:
-            return False
-        return True
 
     async def flush(self) -> None:
         await self.session.flush()

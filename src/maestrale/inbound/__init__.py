@@ -1,0 +1,2 @@
+"""Inbound events: webhooks that outside providers call (`webhooks`), and triggers that turn
+their verified deliveries into work (`triggers`)."""
