@@ -142,6 +142,7 @@ async def _serve(services: Services) -> _Background:
                     stop=background.stop,
                     grace_seconds=settings.worker_grace_seconds,
                     per_workspace=settings.jobs_per_workspace,
+                    wakeup=services.job_wakeup,
                 ),
                 name="worker",
             )

@@ -29,7 +29,7 @@ from maestrale.core.auth.invalidation import Bus, Invalidator, RedisBus
 from maestrale.core.blobs import BlobStore, LocalBlobStore
 from maestrale.core.crypto import SecretBox
 from maestrale.core.db import Database
-from maestrale.core.jobs.worker import JobRegistry
+from maestrale.core.jobs.worker import JobRegistry, Wakeup
 from maestrale.core.signing import load_or_create_secret
 from maestrale.engines.registry import EngineFactory, EngineRegistry
 from maestrale.engines.specs import load_catalog
@@ -70,6 +70,8 @@ class Services:
     secrets: SecretBox
     hub: HubClient | None = None
     job_registry: JobRegistry = field(default_factory=JobRegistry)
+    # Rung by requests that queued a job (once committed): the in-process worker claims at once.
+    job_wakeup: Wakeup = field(default_factory=Wakeup)
     # The Temporal client of the workflows API; None when workflows are off.
     workflows: TemporalEngine | None = None
     # Builds the server-run tools (connectors) of a conversation's or agent's tool list.

@@ -19,7 +19,13 @@ from maestrale.core.clock import utcnow
 from maestrale.core.db import Database
 from maestrale.core.jobs.queue import MAX_ERROR_CHARS, JobQueue
 from maestrale.core.jobs.tables import Job
-from maestrale.core.jobs.worker import JobContext, JobRegistry, PermanentJobError, Worker
+from maestrale.core.jobs.worker import (
+    JobContext,
+    JobRegistry,
+    PermanentJobError,
+    Wakeup,
+    Worker,
+)
 
 pytestmark = pytest.mark.both_databases()
 
@@ -383,3 +389,17 @@ async def test_concurrent_claimers_keep_a_workspace_within_its_bound(db: Databas
     claimed = [job for batch in batches for job in batch]
     assert sum(job.workspace_id == flooder.workspace_id for job in claimed) == 3
     assert other in {job.id for job in claimed}
+
+
+async def test_a_rung_worker_claims_at_once_not_at_its_next_poll(db: Database) -> None:
+    ran = asyncio.Event()
+
+    async def handler(ctx: JobContext) -> None:
+        ran.set()
+
+    wakeup = Wakeup()
+    async with running(worker(db, {"t.work": handler}, poll_seconds=60.0, wakeup=wakeup)):
+        await asyncio.sleep(0.2)  # its first claim found nothing: the next poll is a minute away
+        await enqueue(db)
+        wakeup.ring()
+        await asyncio.wait_for(ran.wait(), 10)

@@ -11,7 +11,7 @@ import secrets
 import socket
 
 from maestrale.core.db import Database
-from maestrale.core.jobs.worker import JobRegistry, Worker
+from maestrale.core.jobs.worker import JobRegistry, Wakeup, Worker
 
 logger = logging.getLogger("maestrale.jobs")
 
@@ -51,6 +51,7 @@ async def run_worker(
     stop: asyncio.Event,
     grace_seconds: float = 10.0,
     per_workspace: int | None = None,
+    wakeup: Wakeup | None = None,
 ) -> None:
     """Run one worker until `stop` is set, then shut it down gracefully: running jobs get
     `grace_seconds` to finish, then are handed back to the queue for another worker. A workspace
@@ -75,6 +76,7 @@ async def run_worker(
         poll_seconds=poll_seconds,
         grace_seconds=grace_seconds,
         per_workspace=per_workspace,
+        wakeup=wakeup,
     )
     await worker.run(stop)
     logger.info("worker %s stopped", owner)

@@ -150,6 +150,22 @@ def _outcome(handler: asyncio.Task[Any], reason: str) -> str:
     return "failed" if handler.exception() is not None else "succeeded"
 
 
+class Wakeup:
+    """A process's ring for its in-process worker: a request that queued a job rings it once its
+    transaction has committed, and the worker claims at once instead of at its next poll (the
+    poll stays, for jobs that other processes queue)."""
+
+    def __init__(self) -> None:
+        self._rung = asyncio.Event()
+
+    def ring(self) -> None:
+        self._rung.set()
+
+    async def wait(self) -> None:
+        await self._rung.wait()
+        self._rung.clear()
+
+
 class Worker:
     """Claims up to `concurrency` jobs at a time and runs each in its own task."""
 
@@ -165,6 +181,7 @@ class Worker:
         queue: JobQueue | None = None,
         grace_seconds: float = 10.0,
         per_workspace: int | None = None,
+        wakeup: Wakeup | None = None,
     ) -> None:
         if concurrency < 1 or lease_seconds <= 0 or poll_seconds <= 0:
             raise ValueError("concurrency, lease_seconds and poll_seconds must be positive")
@@ -176,6 +193,7 @@ class Worker:
         bound = base.per_workspace if per_workspace is None else per_workspace
         self.queue = dataclasses.replace(base, lease_seconds=lease_seconds, per_workspace=bound)
         self._release = asyncio.Event()  # set at shutdown: handlers stop, leases go back
+        self.wakeup = wakeup
         self._claims = RepeatedFailure(logger, "claiming jobs failed")
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -194,6 +212,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         tasks: set[asyncio.Task[None]] = set()
         stopping = asyncio.ensure_future(stop.wait())
+        rung = asyncio.ensure_future(self.wakeup.wait()) if self.wakeup is not None else None
         self._release.clear()
         idle = False
         try:
@@ -210,9 +229,14 @@ class Worker:
                         idle = True
                         break
                     wait = min(wait, max(0.0, (due - utcnow()).total_seconds()))
-                await asyncio.wait({stopping, *tasks}, timeout=wait, return_when=FIRST)
+                waiting = {stopping, *tasks} if rung is None else {stopping, rung, *tasks}
+                await asyncio.wait(waiting, timeout=wait, return_when=FIRST)
+                if rung is not None and rung.done() and self.wakeup is not None:
+                    rung = asyncio.ensure_future(self.wakeup.wait())
         finally:
             stopping.cancel()
+            if rung is not None:
+                rung.cancel()
             await self._shutdown(tasks, grace=self.grace_seconds if deadline is None else 0.0)
         return idle
 

@@ -14,6 +14,7 @@ from maestrale.core.auth.dependencies import CurrentTenant
 from maestrale.core.crypto import SecretBox
 from maestrale.core.dependencies import Db
 from maestrale.core.jobs.queue import JobQueue
+from maestrale.core.jobs.worker import Wakeup
 from maestrale.core.routing import Work
 from maestrale.inbound.webhooks.inbox import Inbox
 from maestrale.inbound.webhooks.receiver import ReceiveLimits, Receiver
@@ -67,7 +68,9 @@ async def receiver(request: Request, work: Work, db: Db, settings: AppSettings) 
         max_depth=settings.trigger_max_depth,
         replay_window=settings.inbound_replay_window_seconds,
     )
-    return Receiver(work, inbox_of(request, settings), box_of(request), JobQueue(db), limits)
+    wakeup: Wakeup = app_services(request).job_wakeup
+    inbox = inbox_of(request, settings)
+    return Receiver(work, inbox, box_of(request), JobQueue(db), limits, wake=wakeup.ring)
 
 
 Service = Annotated[WebhookService, Depends(webhook_service)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -171,12 +171,16 @@ class Receiver:
         box: SecretBox,
         queue: JobQueue,
         limits: ReceiveLimits,
+        *,
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self.work = work
         self.inbox = inbox
         self.box = box
         self.queue = queue
         self.limits = limits
+        # Rings the process's worker once the delivery's job is committed (no wait for a poll).
+        self.wake = wake
 
     async def hook(self, webhook_id: str) -> Hook:
         found, hook = self.inbox.cached(webhook_id)
@@ -268,6 +272,8 @@ class Receiver:
         await self.queue.enqueue(
             self.work.session, DELIVERY_JOB, {"delivery_id": delivery.id}, tenant=tenant
         )
+        if self.wake is not None:
+            self.work.on_commit(self.wake)
         return _json({"status": "accepted", "delivery_id": delivery.id}, hook.success_status_code)
 
     @staticmethod
