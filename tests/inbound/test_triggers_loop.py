@@ -18,7 +18,7 @@ from aiohttp import web
 from fastapi import FastAPI
 
 from maestrale.app import create_app
-from maestrale.core.trigger_depth import HEADER
+from maestrale.tracing import TRIGGER_DEPTH_HEADER as HEADER
 from tests.inbound.trigger_support import github_headers, github_webhook, run_jobs, trigger_body
 from tests.support import app_fixtures
 from tests.support.app_fixtures import make_client

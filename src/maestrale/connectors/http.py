@@ -21,7 +21,6 @@ import httpx2
 from httpcore2._backends.auto import AutoBackend
 from httpcore2._backends.base import AsyncNetworkStream
 
-from maestrale.core import trigger_depth
 from maestrale.core.fetch import FetchPolicy, UrlNotAllowed, address_allowed, literal_address
 from maestrale.tracing import inject
 
@@ -152,8 +151,6 @@ def guarded_client(
 
 
 async def _traced(request: httpx2.Request) -> None:
-    """Pass the caller's trace on to the connector's server (nothing when untraced), and the
-    trigger depth of the work under way (`core.trigger_depth`; a pooled MCP session sends the
-    depth of the work that opened it)."""
+    """Pass the caller's trace and trigger depth on to the connector's server (`inject`; a pooled
+    MCP session sends the depth of the work that opened it)."""
     inject(request.headers)
-    trigger_depth.add_header(request.headers)

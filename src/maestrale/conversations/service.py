@@ -245,8 +245,7 @@ class ConversationService:
                 agent_id=target.agent_id,
                 agent_version=target.agent_version,
                 model=None if agent else target.model,
-                # The caller's own (the target's are led by the prompt and followed by the
-                # skills, resolved again at each run from its `registry_refs`).
+                # The caller's own: the prompt and skills come from `registry_refs` at each run.
                 instructions=None if agent else body.instructions,
                 tools=[] if agent else target.tools,
                 completion_args={} if agent else target.completion_args,

@@ -7,6 +7,7 @@ errors, which keep FastAPI's `{"detail": [{"loc", "msg", "type"}]}` shape that t
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -88,6 +89,11 @@ class PayloadTooLarge(AppError):
 class UnsupportedMediaType(AppError):
     status_code = 415
     code = "unsupported_media_type"
+
+
+def retry_after(seconds: float) -> dict[str, str]:
+    """The `Retry-After` header of a refusal that can be retried in `seconds` (whole, ≥ 1)."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
 
 
 class TooManyRequests(AppError):

@@ -21,7 +21,6 @@ from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from maestrale.core import trigger_depth
 from maestrale.core.errors import AppError, BadRequest
 from maestrale.core.uow import Release
 from maestrale.tracing import outbound_headers
@@ -250,8 +249,7 @@ async def fetch_url(url: str, policy: FetchPolicy, release: Release | None = Non
 async def _follow(session: aiohttp.ClientSession, url: str, policy: FetchPolicy) -> Fetched:
     for _ in range(_MAX_REDIRECTS + 1):
         _check_url(url, policy)
-        headers = dict(outbound_headers(None) or {})  # the caller's trace, when traced
-        trigger_depth.add_header(headers)  # triggered work: a loop back to a webhook is cut
+        headers = outbound_headers(None)  # the caller's trace and trigger depth, when any
         async with session.get(url, allow_redirects=False, headers=headers) as response:
             if response.status in _REDIRECTS and "Location" in response.headers:
                 url = urljoin(url, response.headers["Location"])

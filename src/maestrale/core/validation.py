@@ -224,21 +224,27 @@ class RequestInvalid(AppError):
         return {"detail": self.detail}
 
 
-class JsonInvalid(AppError):
-    """422 in FastAPI's shape for a document that breaks the JSON limits (see `check_json`)."""
+class FieldInvalid(AppError):
+    """422 in FastAPI's shape for one field (`loc` rooted at `body`, `query`...): a rule that a
+    request model cannot check alone, or a document past the JSON limits."""
 
     status_code = 422
     code = "validation_error"
 
-    def __init__(self, problem: JsonProblem, where: str = "body") -> None:
-        self.detail = [
-            {"loc": [where, *problem.loc], "msg": problem.message, "type": "json_invalid"}
-        ]
-        field = ".".join(str(part) for part in problem.loc) or where
-        super().__init__(f"{field}: {problem.message}")
+    def __init__(self, loc: list[str | int], message: str, type_: str = "value_error") -> None:
+        self.detail = [{"loc": loc, "msg": message, "type": type_}]
+        field = ".".join(str(part) for part in loc[1:]) or str(loc[0])
+        super().__init__(f"{field}: {message}")
 
     def body(self) -> dict[str, Any]:
         return {"detail": self.detail}
+
+
+class JsonInvalid(FieldInvalid):
+    """422 in FastAPI's shape for a document that breaks the JSON limits (see `check_json`)."""
+
+    def __init__(self, problem: JsonProblem, where: str = "body") -> None:
+        super().__init__([where, *problem.loc], problem.message, "json_invalid")
 
 
 def parse_body(model: type[BaseModel], body: dict[str, Any]) -> Any:

@@ -11,7 +11,6 @@ lookup.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from maestrale.core.db import Database
-from maestrale.core.errors import ServiceUnavailable, TooManyRequests
+from maestrale.core.errors import ServiceUnavailable, TooManyRequests, retry_after
 from maestrale.engines.specs import ModelSpec
 from maestrale.engines.types import Usage
 from maestrale.gateway.hooks import CallInfo
@@ -222,7 +221,7 @@ class LimitsHook:
         if decision.refused_rate and rate is not None:
             retry = decision.retry_after
             message = f"rate limit exceeded: {rate.limit} requests per second for this workspace"
-            return LimitExceeded(message, headers=_retry_after(retry))
+            return LimitExceeded(message, headers=retry_after(retry))
         check = checks[decision.refused_counter or 0]
         retry = max(check.window_end - now, 0.0)
         if check.name == "monthly_spend":
@@ -230,16 +229,12 @@ class LimitsHook:
                 f"monthly spend limit of {check.limit:.2f} {limits.currency} reached for this "
                 "organization; paid calls are refused until next month or until the limit is "
                 "raised (POST /v1/admin/spend-limit)",
-                headers=_retry_after(retry),
+                headers=retry_after(retry),
             )
         per = "minute" if check.name == "tokens_per_minute" else "month"
         return LimitExceeded(
             f"token limit exceeded for model {call.spec.id!r}: {int(check.limit)} tokens per "
             f"{per} for this workspace (this request may use up to {int(check.amount)})",
             code="token_limit_exceeded",
-            headers=_retry_after(retry),
+            headers=retry_after(retry),
         )
-
-
-def _retry_after(seconds: float) -> dict[str, str]:
-    return {"Retry-After": str(max(1, math.ceil(seconds)))}

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from maestrale.registries.errors import RegistryInvalid, UndeclaredVariable
+from maestrale.core.validation import FieldInvalid
+from maestrale.registries.errors import UndeclaredVariable
 from maestrale.registries.render import placeholders
 from maestrale.registries.schemas import (
     MAX_VARIABLES,
@@ -25,7 +26,7 @@ def prompt_definition(definition: PromptDefinitionIn) -> dict[str, Any]:
     used = placeholders(definition.content)
     if definition.variables is None:
         if len(used) > MAX_VARIABLES:
-            raise RegistryInvalid(
+            raise FieldInvalid(
                 ["body", "definition", "content"],
                 f"the content uses {len(used)} variables, more than {MAX_VARIABLES}",
             )

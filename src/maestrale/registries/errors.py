@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from maestrale.core.errors import AppError, BadRequest, Conflict, Forbidden
+from maestrale.core.errors import BadRequest, Conflict, Forbidden
 
 
 class NameTaken(Conflict):
@@ -32,17 +30,3 @@ class UndeclaredVariable(BadRequest):
 
 class InvalidQuery(BadRequest):
     code = "invalid_query"
-
-
-class RegistryInvalid(AppError):
-    """422 in FastAPI's shape, for the rules a request model cannot check alone."""
-
-    status_code = 422
-    code = "validation_error"
-
-    def __init__(self, loc: list[str | int], message: str) -> None:
-        super().__init__(f"{'.'.join(str(p) for p in loc)}: {message}")
-        self.detail = [{"loc": loc, "msg": message, "type": "value_error"}]
-
-    def body(self) -> dict[str, Any]:
-        return {"detail": self.detail}

@@ -16,11 +16,11 @@ from maestrale.core.clock import as_utc, utcnow
 from maestrale.core.errors import BadRequest
 from maestrale.core.ids import new_id
 from maestrale.core.pagination import decode_cursor, encode_cursor
+from maestrale.core.validation import FieldInvalid
 from maestrale.registries.definitions import definition_hash
 from maestrale.registries.errors import (
     NameTaken,
     ReadOnly,
-    RegistryInvalid,
     VersionConflict,
 )
 from maestrale.registries.lookup import Kind, find_object, pick_version
@@ -97,7 +97,7 @@ class RegistryService:
             await self.repo.point(obj.id, alias, version)
         total = len((await self.repo.aliases([obj.id]))[obj.id])
         if total > MAX_ALIASES:
-            raise RegistryInvalid(
+            raise FieldInvalid(
                 ["body", "aliases"], f"a {self.kind} has at most {MAX_ALIASES} aliases"
             )
 

@@ -8,14 +8,17 @@ is imported and each call site costs one context variable read. On:
 - child spans for authentication, the limits, each engine call (gen_ai.* attributes) and each
   database statement (`database`: its text without parameters);
 - a root span per job attempt in the worker;
-- `traceparent` passed on to every upstream: OpenAI-compatible engines, connectors, fetched URLs.
+- `traceparent` passed on to every upstream: OpenAI-compatible engines, connectors, fetched URLs
+  (with the trigger depth of triggered work, traced or not: `at_trigger_depth`).
 
 Call sites use the helpers below (`spans`); `setup` turns tracing on.
 """
 
 from maestrale.tracing.spans import (
     NO_SPAN,
+    TRIGGER_DEPTH_HEADER,
     SpanScope,
+    at_trigger_depth,
     engine_span,
     inject,
     job_span,
@@ -25,7 +28,9 @@ from maestrale.tracing.spans import (
 
 __all__ = [
     "NO_SPAN",
+    "TRIGGER_DEPTH_HEADER",
     "SpanScope",
+    "at_trigger_depth",
     "engine_span",
     "inject",
     "job_span",

@@ -11,7 +11,8 @@ counts and statuses only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -127,21 +128,44 @@ def job_span(kind: str, job_id: str, attempt: int) -> SpanScope:
 
 
 def outbound_headers(headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    """`headers` with the W3C `traceparent` (and `tracestate`) of the current span added, for an
-    outbound HTTP call; `headers` itself when tracing is off (never changed in place)."""
-    tracing = active.get()
-    if tracing is None:
+    """`headers` with the context of the work under way added, for an outbound HTTP call (see
+    `inject`); `headers` itself when there is none (never changed in place)."""
+    if active.get() is None and _trigger_depth.get() is None:
         return headers
     carrier = dict(headers) if headers else {}
-    tracing.inject(carrier)
+    inject(carrier)
     return carrier
 
 
 def inject(headers: MutableMapping[str, str]) -> None:
-    """Add the current span's `traceparent` to `headers` in place (nothing when off)."""
+    """Add the context of the work under way to an outbound call's `headers` in place: the
+    current span's W3C `traceparent` (and `tracestate`) when traced, and the trigger depth of
+    triggered work (`at_trigger_depth`)."""
     tracing = active.get()
     if tracing is not None:
         tracing.inject(headers)
+    depth = _trigger_depth.get()
+    if depth is not None:
+        headers[TRIGGER_DEPTH_HEADER] = str(depth)
+
+
+# The trigger depth of the work under way. Work a trigger started (a conversation, a workflow)
+# runs at its delivery's depth + 1, and every HTTP call the server makes on its behalf carries
+# it (`inject`, `outbound_headers`: connectors' MCP servers, tools' upstreams, fetched URLs,
+# models). When such a call ends up at one of this server's webhooks, the receiver reads the
+# header and cuts the loop at the configured maximum depth. Unset outside triggered work.
+TRIGGER_DEPTH_HEADER = "X-Maestrale-Trigger-Depth"
+_trigger_depth: ContextVar[int | None] = ContextVar("maestrale_trigger_depth", default=None)
+
+
+@contextmanager
+def at_trigger_depth(depth: int) -> Iterator[None]:
+    """Run the block as work at trigger depth `depth` (its outbound calls carry it)."""
+    token = _trigger_depth.set(depth)
+    try:
+        yield
+    finally:
+        _trigger_depth.reset(token)
 
 
 def route_of(scope: Scope) -> str:

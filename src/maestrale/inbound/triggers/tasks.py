@@ -26,7 +26,6 @@ import orjson
 
 from maestrale.conversations.executors import ConversationServices, run_conversation
 from maestrale.conversations.repository import ConversationRepository
-from maestrale.core import trigger_depth
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.errors import AppError
@@ -37,6 +36,7 @@ from maestrale.inbound.triggers.filters import FilterFailed, event_document, mat
 from maestrale.inbound.triggers.repository import TriggerEventRepository, TriggerRepository
 from maestrale.inbound.triggers.tables import TriggerStatus
 from maestrale.inbound.webhooks.repository import DeliveryRepository, WebhookRepository
+from maestrale.tracing import TRIGGER_DEPTH_HEADER, at_trigger_depth
 from maestrale.workflows.dependencies import execution_settings
 from maestrale.workflows.errors import WorkflowError
 from maestrale.workflows.executions.repository import ExecutionRepository
@@ -250,7 +250,7 @@ class Dispatch:
                 "trigger_id": trigger.trigger_id,
                 "trigger_depth": depth,
                 # What the workflow's own HTTP calls pass on, so a loop back is cut.
-                "headers": {trigger_depth.HEADER: str(depth)},
+                "headers": {TRIGGER_DEPTH_HEADER: str(depth)},
             },
         )
         async with db.transaction() as work:
@@ -290,7 +290,7 @@ class Dispatch:
             },
         }
         extra = {"trigger_id": trigger.trigger_id, "delivery_id": delivery.id}
-        with trigger_depth.running_at(delivery.depth + 1):
+        with at_trigger_depth(delivery.depth + 1):
             response = await run_conversation(
                 self.services, caller, body, event_id, "trigger", extra
             )

@@ -5,7 +5,6 @@ too), and the count of refused deliveries recorded this minute. Every map is bou
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -123,7 +122,3 @@ class Inbox:
             return False
         self._purged.remember(webhook_id, now)
         return True
-
-
-def retry_after(seconds: float) -> str:
-    return str(max(1, math.ceil(seconds)))

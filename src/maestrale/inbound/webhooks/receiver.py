@@ -29,16 +29,22 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
-from maestrale.core import trigger_depth
 from maestrale.core.auth.principal import Tenant
 from maestrale.core.clock import utcnow
 from maestrale.core.crypto import SecretBox
-from maestrale.core.errors import AppError, BadRequest, NotFound, PayloadTooLarge, TooManyRequests
+from maestrale.core.errors import (
+    AppError,
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    TooManyRequests,
+    retry_after,
+)
 from maestrale.core.ids import new_id
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.responses import json_bytes
 from maestrale.core.uow import UnitOfWork
-from maestrale.inbound.webhooks.inbox import Hook, Inbox, retry_after
+from maestrale.inbound.webhooks.inbox import Hook, Inbox
 from maestrale.inbound.webhooks.repository import ReplayKeys, WebhookDirectory
 from maestrale.inbound.webhooks.service import SECRET
 from maestrale.inbound.webhooks.signature import (
@@ -49,11 +55,12 @@ from maestrale.inbound.webhooks.signature import (
     verify,
 )
 from maestrale.inbound.webhooks.tables import Webhook, WebhookDelivery
+from maestrale.tracing import TRIGGER_DEPTH_HEADER
 
 log = logging.getLogger("maestrale.inbound")
 
 DELIVERY_JOB = "inbound.delivery"
-DEPTH_HEADER = trigger_depth.HEADER.lower()
+DEPTH_HEADER = TRIGGER_DEPTH_HEADER.lower()
 # Headers never kept with a delivery (credentials of the caller, not the event's).
 _DROPPED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "x-api-key"})
 MAX_HEADERS_KEPT = 64
@@ -203,7 +210,7 @@ class Receiver:
         if (wait := self.inbox.take(webhook_id)) is not None:
             raise TooManyRequests(
                 "too many deliveries to this webhook; retry later",
-                headers={"Retry-After": retry_after(wait)},
+                headers=retry_after(wait),
             )
         limit = self.limits.max_body_bytes
         body = await read_capped(chunks, headers.get("content-length"), limit)

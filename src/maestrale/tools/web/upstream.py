@@ -16,7 +16,6 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from maestrale.core import trigger_depth
 from maestrale.engines.openai_compat.pool import env_proxy
 from maestrale.tracing import inject
 
@@ -50,8 +49,7 @@ async def request_json(
     send_headers = {"Accept": "application/json", **(headers or {})}
     if data is not None:
         send_headers["Content-Type"] = "application/json"
-    inject(send_headers)  # the caller's trace, when traced
-    trigger_depth.add_header(send_headers)  # triggered work: a loop back to a webhook is cut
+    inject(send_headers)  # the caller's trace and trigger depth, when any
     try:
         target = URL(url)
         proxy, proxy_auth = env_proxy(target)
