@@ -48,8 +48,12 @@ from maestrale.observability.traces.fields_router import (
 )
 from maestrale.observability.traces.router import router as observability_traces_router
 from maestrale.ocr.router import router as ocr_router
+from maestrale.rag.router import router as rag_router
 from maestrale.registries.router import prompts_router, skills_router
 from maestrale.responses.router import router as responses_router
+from maestrale.search_indexes.reading_router import router as search_index_reading_router
+from maestrale.search_indexes.router import router as search_indexes_router
+from maestrale.search_indexes.summaries.router import router as search_index_summaries_router
 from maestrale.telemetry.router import router as telemetry_router
 from maestrale.telemetry.router import worker_router as telemetry_worker_router
 from maestrale.voices.router import router as voices_router
@@ -90,7 +94,11 @@ api_router.include_router(observability_trace_fields_router)
 # After the traces' fields router: GET /traces/fields is not the trace named 'fields'.
 api_router.include_router(observability_traces_router)
 api_router.include_router(ocr_router)
+api_router.include_router(rag_router)
 api_router.include_router(responses_router)
+api_router.include_router(search_index_reading_router)
+api_router.include_router(search_indexes_router)
+api_router.include_router(search_index_summaries_router)
 api_router.include_router(service_accounts_router)
 api_router.include_router(telemetry_router)  # /v1/traces, /v1/logs (OTLP/HTTP)
 api_router.include_router(triggers_router)

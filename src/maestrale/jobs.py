@@ -28,6 +28,8 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         )
         from maestrale.observability.pipelines.tasks import register as register_pipelines
         from maestrale.responses.tasks import register as register_responses
+        from maestrale.search_indexes.summaries.tasks import register as register_summaries
+        from maestrale.search_indexes.tasks import register as register_search_indexes
 
         register_files(registry, services.blobs)
         register_batch(registry, services)
@@ -39,4 +41,6 @@ def build_registry(services: Services | None = None) -> JobRegistry:
         register_pipelines(registry, services.platform_calls)
         register_responses(registry, services)
         register_triggers(registry, services)
+        register_search_indexes(registry, services)
+        register_summaries(registry, services.platform_calls)
     return registry

@@ -1,6 +1,7 @@
-"""The mistralai 3.x groups this server does not serve yet, by path prefix: a call to one is a
-501 that names the group and the issue that builds it, not a 404 that reads like a typo in the
-caller's path (`python bench/sdk_diff.py 2.8.0 3.7.0 --served` lists each operation)."""
+"""The mistralai 3.x operations this server does not serve, by path prefix: a call to one is a
+501 that names them, not a 404 or 405 that reads like a typo in the caller's path (`python
+bench/sdk_diff.py 2.8.0 3.7.0 --served` lists each operation). Only a request that no route
+takes is answered so: the routes served under a prefix answer as ever."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ from starlette.exceptions import HTTPException
 
 from maestrale.core.errors import error_body
 
-REGISTRIES = "prompts, skills, webhooks and triggers (issue 37)"
-SEARCH = "context search indexes and RAG deployments (issue 38)"
+# Deployments here are self-hosted: their workers register them, and what reads them is served.
+WORKFLOW_DEPLOYMENTS = "managed workflow deployments (create, update, delete, start, stop, restart)"
 
 PLANNED: dict[str, str] = {
-    "/v1/context": SEARCH,
-    "/v1/rag": SEARCH,
+    "/v1/workflows/deployments": WORKFLOW_DEPLOYMENTS,
 }
 
 

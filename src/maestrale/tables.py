@@ -29,8 +29,10 @@ from maestrale.observability.events import tables as observability_event_tables
 from maestrale.observability.judges import tables as observability_judge_tables
 from maestrale.observability.pipelines import tables as observability_pipeline_tables
 from maestrale.observability.span_evaluations import tables as observability_span_evaluation_tables
+from maestrale.rag import tables as rag_tables
 from maestrale.registries import tables as registry_tables
 from maestrale.responses import tables as response_tables
+from maestrale.search_indexes import tables as search_index_tables
 from maestrale.telemetry import tables as telemetry_tables
 from maestrale.voices import tables as voice_tables
 from maestrale.workflows.events import tables as workflow_event_tables
@@ -79,8 +81,10 @@ __all__ = [
     "observability_judge_tables",
     "observability_pipeline_tables",
     "observability_span_evaluation_tables",
+    "rag_tables",
     "registry_tables",
     "response_tables",
+    "search_index_tables",
     "telemetry_tables",
     "trigger_tables",
     "voice_tables",

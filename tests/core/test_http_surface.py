@@ -69,12 +69,17 @@ async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
     resp = await client.put("/v1/models")
     assert resp.status_code == 405
     assert resp.json()["object"] == "error"
-    # mistralai 3.x's groups that later issues build: a 501 naming the group, not a 404.
-    planned = ("/v1/rag/ingestion_pipeline_configurations", "/v1/context/search-indexes")
-    for method, path in (("GET", planned[0]), ("GET", planned[1])):
+    # mistralai 3.x's operations not served: a 501 naming them, not a 405 or a 404; the routes
+    # served under the same prefix answer as ever.
+    for method, path in (
+        ("POST", "/v1/workflows/deployments"),
+        ("POST", "/v1/workflows/deployments/d/start"),
+    ):
         resp = await client.request(method, path, json={})
         assert resp.status_code == 501, path
-        assert resp.json()["code"] == "not_implemented" and "issue" in resp.json()["message"]
+        assert resp.json()["code"] == "not_implemented" and "workflow" in resp.json()["message"]
+    served = await client.get("/v1/workflows/deployments/d")
+    assert served.status_code == 404 and served.json()["code"] == "WF_1100"
 
 
 MALFORMED = [

@@ -146,6 +146,11 @@ class Settings(
         default=None,
         description="chat model of OCR annotations (default: the first non-builtin chat model)",
     )
+    search_index_summary_model: str | None = Field(
+        default=None,
+        description="chat model that writes search indexes' summary fields (default: the first "
+        "non-builtin chat model)",
+    )
     audio_max_bytes: int = Field(
         default=100 * 1024 * 1024, ge=1, description="largest audio file to transcribe (413)"
     )

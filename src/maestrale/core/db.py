@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from sqlalchemy import JSON, DateTime, MetaData, event, make_url
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.engine import Connection, ExceptionContext
 from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -134,6 +134,16 @@ def _load_sqlite_vec(dbapi_conn: DBAPIConnection) -> bool:
         log.warning("sqlite-vec could not be loaded (%s): vectors are searched by exact scan", exc)
         return False
     return True
+
+
+def _begin_before_savepoint(conn: Connection, name: str) -> None:
+    """pysqlite opens its transaction only before a write: a SAVEPOINT sent first would open
+    SQLite's own, which releasing that savepoint commits (a `begin_nested()` as the first
+    statement of a unit of work committed its insert for good, whatever came after). Open the
+    transaction before the first savepoint instead."""
+    driver = conn.connection.driver_connection
+    if driver is not None and not driver.in_transaction:
+        conn.exec_driver_sql("BEGIN")
 
 
 def _sqlite_pragmas(
@@ -261,6 +271,7 @@ def create_engine(
             "connect",
             functools.partial(_sqlite_pragmas, load_extensions=load_extensions),
         )
+        event.listen(engine.sync_engine, "savepoint", _begin_before_savepoint)
         return engine
     connect_args: dict[str, Any] = {}
     if connect_timeout is not None:

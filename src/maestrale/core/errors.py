@@ -204,11 +204,14 @@ HttpErrorRenderer = Callable[[Exception], JSONResponse | None]
 
 
 def _scoped(request: Request, exc: Exception) -> JSONResponse | None:
-    """`exc` in the body of the group of the request's path, if it has its own."""
+    """`exc` in the body of the group of the request's path, if it has its own: the renderer of
+    the longest prefix that renders it (one may leave an error to the group around it)."""
     renderers: Mapping[str, HttpErrorRenderer] = getattr(request.app.state, "error_renderers", {})
-    for prefix, render in renderers.items():
-        if request.url.path.startswith(prefix):
-            return render(exc)
+    path = request.url.path
+    for prefix in sorted((p for p in renderers if path.startswith(p)), key=len, reverse=True):
+        rendered = renderers[prefix](exc)
+        if rendered is not None:
+            return rendered
     return None
 
 

@@ -1,8 +1,11 @@
 """The `document_library` tool: hybrid retrieval (vectors and keywords) over the libraries a
-tool entry names, among those the caller may read; the answer cites documents and pages.
+tool entry names, among those the caller may read, and over the search indexes of the
+workspace it names instead (by id or name: `search_indexes.retrieval_sources`); the answer
+cites documents and pages.
 
-The query is embedded with no session open; the libraries the caller may read are read before,
-and the search runs after, each in a short session of its own.
+The query is embedded (once per embeddings model) with no session open; the libraries and
+indexes the caller may read are read before, and the searches run after, each in a short
+session of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from maestrale.tools.base import ToolContext
 if TYPE_CHECKING:
     from maestrale.config import Settings
     from maestrale.libraries.index import Hit
+    from maestrale.search_indexes.retrieval_sources import Searched
 
 TYPE = "document_library"
 # Passages a search returns to the model, and the longest query it takes.
@@ -49,14 +53,17 @@ class DocumentLibrary:
         return None
 
     async def check(self, session: AsyncSession, tenant: Tenant, entry: dict[str, Any]) -> None:
-        """Every library the entry names exists and the caller may read it (404 otherwise, as
-        for any foreign id)."""
+        """Every library the entry names exists and the caller may read it, or is a serving
+        search index of the workspace (404 otherwise, as for any foreign id)."""
         from maestrale.libraries.repository import LibraryRepository
+        from maestrale.search_indexes.retrieval_sources import index_sources
 
         wanted = library_ids(entry)
         readable = set(await LibraryRepository(session, tenant).readable_ids(wanted))
-        for library_id in wanted:
-            if library_id not in readable:
+        others = [i for i in wanted if i not in readable]
+        indexes = await index_sources(session, tenant, others) if others else {}
+        for library_id in others:
+            if library_id not in indexes:
                 raise NotFound(
                     f"library {library_id[:200]!r} not found",
                     code="library_not_found",
@@ -81,33 +88,53 @@ class DocumentLibrary:
         )
 
     async def run(self, context: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
-        from maestrale.libraries.index import search
         from maestrale.libraries.ingest.embedding import embed_query
         from maestrale.libraries.repository import LibraryRepository
+        from maestrale.search_indexes import retrieval_sources as sources
 
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return ToolOutcome("", error="`query` must be a non-empty string")
         query = query[:MAX_QUERY_CHARS]
         services, tenant = context.services, context.tenant
+        wanted = library_ids(context.entry)
         async with services.db.transaction() as work:
-            libraries = LibraryRepository(work.session, tenant)
-            readable = await libraries.readable_ids(library_ids(context.entry))
-        if not readable:
+            readable = await LibraryRepository(work.session, tenant).readable_ids(wanted)
+            others = [i for i in wanted if i not in readable]
+            indexes = await sources.index_sources(work.session, tenant, others) if others else {}
+        if not readable and not indexes:
             return ToolOutcome("", error="none of the tool's libraries can be read any more")
-        vector, model, _ = await embed_query(services, query)
+        searches = await sources.index_searches(services, list(indexes.values()), query)
+        if readable:
+            vector, model, _ = await embed_query(services, query)
+            searches.insert(0, sources.Searched(readable, vector, model))
         async with services.db.transaction() as work:
-            hits = await search(
-                work.session,
-                library_ids=readable,
-                query=query,
-                vector=vector,
-                model=model,
-                limit=RESULTS,
-            )
-            libraries = LibraryRepository(work.session, tenant)
-            names = await libraries.document_names([hit.document_id for hit in hits])
+            hits = await _search_all(work.session, searches, query)
+            found = [hit.document_id for hit in hits]
+            names = await LibraryRepository(work.session, tenant).document_names(found)
+            if indexes:
+                names.update(await sources.source_names(work.session, tenant, found))
         return outcome(query, hits, names)
+
+
+async def _search_all(session: AsyncSession, searches: Sequence[Searched], query: str) -> list[Hit]:
+    """The best `RESULTS` passages of every search (each fused by reciprocal rank: their
+    scores compare), best first."""
+    from maestrale.libraries.index import search
+
+    hits: list[Hit] = []
+    for one in searches:
+        hits += await search(
+            session,
+            library_ids=one.library_ids,
+            query=query,
+            vector=one.vector,
+            model=one.model,
+            limit=RESULTS,
+        )
+    if len(searches) > 1:
+        hits.sort(key=lambda hit: -hit.score)
+    return hits[:RESULTS]
 
 
 def outcome(query: str, hits: Sequence[Hit], names: dict[str, str]) -> ToolOutcome:

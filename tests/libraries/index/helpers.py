@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,3 +64,23 @@ async def put(
 def filler(rng: np.random.Generator, count: int) -> list[str]:
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
     return [" ".join(rng.choice(words, size=12)) for _ in range(count)]
+
+
+def clustered(rng: np.random.Generator, rows: int, dim: int, clusters: int) -> NDArray[np.float32]:
+    """Unit vectors in clusters around a shared direction, as real embeddings lie (a random
+    pair's cosine is about 0.5): what quantization and HNSW must tell apart."""
+    common = unit(rng, 1, dim)[0]
+    centres = unit(rng, clusters, dim)
+    matrix = (
+        0.8 * common + 0.6 * centres[rng.integers(clusters, size=rows)] + 0.5 * unit(rng, rows, dim)
+    )
+    out: NDArray[np.float32] = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(
+        np.float32
+    )
+    return out
+
+
+def recall_at(found: Sequence[Sequence[object]], exact: Sequence[Sequence[object]]) -> float:
+    """The share of the exact neighbours found, over queries."""
+    hits = sum(len(set(f) & set(e)) for f, e in zip(found, exact, strict=True))
+    return hits / sum(len(e) for e in exact)

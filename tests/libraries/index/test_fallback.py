@@ -96,7 +96,7 @@ async def test_the_extension_catches_up_with_what_was_written_without_it(
         await put(session, library, doc_b, texts[20:], vectors[20:])
         # Deleted without it: the vec0 rows of doc_a stay behind.
         await index.delete_document(session, library, doc_a)
-    table = f"library_chunk_vectors_{DIM}"
+    table = f"library_chunk_vectors_{DIM}_i8"
     async with vec.begin() as session:
         assert (await session.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one() == 20
         assert await _search(session, library, "", vectors[33], limit=1) == [texts[33]]

@@ -318,7 +318,7 @@ async def test_sqlite_vec_is_used_where_python_can_load_it(db: Database) -> None
                 work.session, new_id(), new_id(), ["indexed"], unit(np.random.default_rng(11), 1)
             )
             rows = await work.session.execute(
-                text(f"SELECT count(*) FROM library_chunk_vectors_{DIM}")
+                text(f"SELECT count(*) FROM library_chunk_vectors_{DIM}_i8")
             )
             assert rows.scalar_one() == 1
         else:

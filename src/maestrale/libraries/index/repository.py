@@ -89,11 +89,6 @@ class ChunkRepository:
                 .execution_options(synchronize_session=False)
             )
 
-    async def live(self, ids: Sequence[int]) -> set[int]:
-        """Those of `ids` that are chunks of the scope."""
-        found = await self.session.execute(select(C.id).where(C.id.in_(ids), self._scope()))
-        return {int(i) for i in found.scalars()}
-
     async def vectors(
         self, model: str, dimension: int, batch: int
     ) -> AsyncIterator[list[tuple[int, bytes]]]:
@@ -115,6 +110,19 @@ class ChunkRepository:
         async for part in result.partitions(batch):
             if part:
                 yield [(int(chunk_id), bytes(vector)) for chunk_id, vector in part]
+
+    async def vectors_of(self, ids: Sequence[int]) -> dict[int, bytes]:
+        """`{id: float32 bytes}` of those of `ids` that are chunks of the scope."""
+        table = C.__table__.c
+        found: dict[int, bytes] = {}
+        for start in range(0, len(ids), BATCH):
+            rows = await self.session.execute(
+                select(table.id, table.vector).where(
+                    table.id.in_(ids[start : start + BATCH]), table.library_id.in_(self.library_ids)
+                )
+            )
+            found.update((int(chunk_id), bytes(vector)) for chunk_id, vector in rows)
+        return found
 
     async def located(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int, int, int, str]]:
         """`{id: (library_id, document_id, page, start, end, text)}` of those of `ids` that are

@@ -104,9 +104,11 @@ async def replace_document(
     chunks: Sequence[ChunkLike],
     vectors: Any,
     model: str,
+    attributes: Sequence[dict[str, Any] | None] | None = None,
 ) -> None:
-    """Make `chunks` (with their `vectors`, one row each, by embedding `model`) the indexed
-    content of the document, in place of whatever it had."""
+    """Make `chunks` (with their `vectors`, one row each, by embedding `model`, and a search
+    index's chunk `attributes`, one per chunk) the indexed content of the document, in place
+    of whatever it had."""
     _check_ids(
         organization_id=organization_id,
         workspace_id=workspace_id,
@@ -146,8 +148,9 @@ async def replace_document(
                 "end_offset": int(chunk.end),
                 "text": clean_text(chunk.text),
                 "vector": blob,
+                "attributes": attributes[start + i] if attributes is not None else None,
             }
-            for chunk, blob in zip(batch, blobs, strict=True)
+            for i, (chunk, blob) in enumerate(zip(batch, blobs, strict=True))
         ]
         ids = await repository.insert(rows)
         if indexed:

@@ -13,12 +13,13 @@ extension is available, and the vector tables are filled (and refilled) from it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from maestrale.core.clock import utcnow
-from maestrale.core.db import Base, UTCDateTime
+from maestrale.core.db import Base, JSONDoc, UTCDateTime
 
 
 class LibraryChunk(Base):
@@ -52,6 +53,9 @@ class LibraryChunk(Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     # True once the vector is in the vector extension's table of its dimension.
     vector_indexed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What a context search index's chunk has beyond a library's: its locator, chunk type,
+    # parent, metadata and custom chunk fields (None for a library's chunk).
+    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

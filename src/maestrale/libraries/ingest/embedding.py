@@ -147,13 +147,19 @@ def embedding_model(services: EngineServices) -> str:
     return _model(services, name, "library_embedding_model").spec.id
 
 
-async def embed(services: EngineServices, texts: Sequence[str]) -> Embedded:
+async def embed(
+    services: EngineServices, texts: Sequence[str], *, model_name: str | None = None
+) -> Embedded:
     """Embed a document's chunks (`EmbeddingUnavailable`: model not served or down, worth
-    retrying; `EmbeddingRefused`: the model refused the texts)."""
+    retrying; `EmbeddingRefused`: the model refused the texts), by the libraries' model or
+    `model_name` (a search index's)."""
     settings = services.settings
-    space = _model(services, settings.library_embedding_model, "library_embedding_model")
+    if model_name is not None:
+        space = _model(services, model_name, "the search index's embedding")
+    else:
+        space = _model(services, settings.library_embedding_model, "library_embedding_model")
     model = space
-    if settings.library_document_embedding_model:
+    if model_name is None and settings.library_document_embedding_model:
         model = _model(
             services,
             settings.library_document_embedding_model,
@@ -168,8 +174,16 @@ async def embed(services: EngineServices, texts: Sequence[str]) -> Embedded:
     return Embedded(vectors, space.spec.id, tokens)
 
 
-async def embed_query(services: EngineServices, text: str) -> tuple[Vectors, str, int]:
-    """The vector of a search query (1-D), the model's catalog id, and the tokens counted."""
-    model = _model(services, services.settings.library_embedding_model, "library_embedding_model")
+async def embed_query(
+    services: EngineServices, text: str, *, model_name: str | None = None
+) -> tuple[Vectors, str, int]:
+    """The vector of a search query (1-D), the model's catalog id, and the tokens counted: by
+    the libraries' model, or `model_name` (a search index's)."""
+    if model_name is not None:
+        model = _model(services, model_name, "the search index's embedding")
+    else:
+        model = _model(
+            services, services.settings.library_embedding_model, "library_embedding_model"
+        )
     vectors, tokens = await _batch(model, [text])
     return _normalised(vectors)[0], model.spec.id, tokens
