@@ -5,14 +5,11 @@ reading are `reading_router`'s; summaries are `summaries`'."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from maestrale.config import Settings
-from maestrale.config.dependencies import AppSettings
 from maestrale.core.app_services import app_services
 from maestrale.core.auth.dependencies import StandardAuth
 from maestrale.core.auth.principal import Principal, Tenant
@@ -21,8 +18,6 @@ from maestrale.core.errors import error_responses
 from maestrale.core.jobs.queue import JobQueue
 from maestrale.core.jobs.worker import Wakeup
 from maestrale.core.routing import Work, domain_router
-from maestrale.engines.dependencies import Engines
-from maestrale.engines.registry import EngineRegistry
 from maestrale.search_indexes import documents
 from maestrale.search_indexes import schemas as s
 from maestrale.search_indexes.repository import IndexFilter
@@ -31,12 +26,6 @@ from maestrale.search_indexes.service import IndexService, index_doc
 PREFIX = "/context/search-indexes"
 router = domain_router(prefix=PREFIX, tags=["beta.context.search_indexes"])
 IndexName = Annotated[str, Path(min_length=1, max_length=s.MAX_NAME)]
-
-
-@dataclass(frozen=True, slots=True)
-class _EngineServices:
-    settings: Settings
-    engines: EngineRegistry
 
 
 def _service(request: Request, work: Work, principal: Principal, db: Db) -> IndexService:
@@ -125,17 +114,15 @@ async def delete_index(
 async def ingest_documents(
     index_name: IndexName,
     body: s.IngestIn,
+    request: Request,
     work: Work,
     principal: StandardAuth,
-    settings: AppSettings,
-    engines: Engines,
 ) -> JSONResponse:
     """Ingest up to 1,000 documents (400 beyond); each is reported accepted (with its id and
     chunk count) or rejected (with its field errors), and is indexed whole or not at all.
     Re-ingesting a document's id replaces it. 409 unless the index is ready."""
-    services = _EngineServices(settings, engines)
     result = await documents.ingest(
-        work, Tenant.of(principal), services, index_name, body.documents
+        work, Tenant.of(principal), app_services(request), index_name, body.documents
     )
     return JSONResponse(result)
 

@@ -80,7 +80,7 @@ async def search(
     rankings: list[list[int]] = []
     query_vector = _query_vector(vector)
     if query_vector is not None and storable(model, MODEL_LENGTH):
-        rankings.append(await _vector_ranking(session, libraries, model, query_vector, n))
+        rankings.append(await vector_ranking(session, libraries, model, query_vector, n))
     if isinstance(query, str):
         rankings.append(await keyword.ranking(session, library_ids=libraries, query=query, n=n))
     fused = fuse(rankings)[:limit]
@@ -105,9 +105,12 @@ def _query_vector(vector: Any) -> Any:
     return matrix[0]
 
 
-async def _vector_ranking(
+async def vector_ranking(
     session: AsyncSession, libraries: list[str], model: str, query: Any, n: int
 ) -> list[int]:
+    """The ids of the `n` chunks of these libraries, embedded by `model`, nearest to `query`
+    (a unit vector): by the vector extension's table where it takes the dimension (chunks
+    written without it are added first: this may write), else by the exact scan."""
     backend, version = await connection_backend(await session.connection())
     dimension = int(query.shape[0])
     if vector_tables.supports(backend, dimension):

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from maestrale.libraries.index import exact, keyword
-from maestrale.libraries.index import vectors as vector_tables
-from maestrale.libraries.index.capability import connection_backend
+from maestrale.libraries.index import keyword
+from maestrale.libraries.index.search import vector_ranking
 from maestrale.search_indexes.retrieval.chunks import IndexView
 
 if TYPE_CHECKING:
@@ -21,18 +20,10 @@ if TYPE_CHECKING:
 async def nearest(
     session: AsyncSession, index: IndexView, query: NDArray[np.float32], n: int
 ) -> list[int]:
-    """The `n` chunks nearest to `query` (a unit vector of the index's dimension): by the
-    vector extension's table where it takes the dimension, else by the exact scan (the same
-    path as the libraries' search). May write: chunks written without the extension are
-    added to its table first."""
-    backend, version = await connection_backend(await session.connection())
-    libraries = [index.id]
-    if vector_tables.supports(backend, index.dimension):
-        await vector_tables.backfill(session, backend, version, libraries)
-        return await vector_tables.nearest(
-            session, backend, version, library_ids=libraries, model=index.model, query=query, n=n
-        )
-    return await exact.nearest(session, library_ids=libraries, model=index.model, query=query, n=n)
+    """The `n` chunks nearest to `query` (a unit vector of the index's dimension), by the
+    libraries' vector ranking (it may write: chunks written without the extension are added to
+    its table first)."""
+    return await vector_ranking(session, [index.id], index.model, query, n)
 
 
 async def keywords(session: AsyncSession, index: IndexView, query: str, n: int) -> list[int]:
