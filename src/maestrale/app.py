@@ -69,7 +69,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with open_services(settings) as services, contextlib.AsyncExitStack() as stack:
         app.state.services = services
         if services.workflows is None and settings.temporal_embedded:
-            services.workflows = await start_embedded_temporal(stack, settings)
+            await start_embedded_temporal(stack, settings, services)
+        elif services.workflows is None:  # off by the settings, or (a process of `serve
+            # --workers`) because the supervisor's embedded Temporal did not start: why
+            services.workflows_off = getattr(app.state, "workflows_off", None)
         if services.workflows is not None:  # workers reach Temporal only through its proxy
             from maestrale.workflows.workers.frontend import start_worker_proxy
 
@@ -153,7 +156,7 @@ async def _serve(services: Services) -> _Background:
         gc.collect()
         gc.freeze()
         # Fewer young collections and rare full ones: a full collection of a busy server's
-        # heap is what stalls requests (DESIGN §8).
+        # heap is what stalls requests (docs/architecture.md §8).
         gc.set_threshold(*GC_THRESHOLDS)
     return background
 

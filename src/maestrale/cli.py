@@ -44,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the HTTP API (with an in-process worker)")
     _common(serve)
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: 8000)")
     serve.add_argument("--models", type=Path, help="TOML model catalog merged over the defaults")
     serve.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
     serve.add_argument(
@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run a job worker (any number, on any machine)")
     _common(worker)
-    worker.add_argument("--concurrency", type=int)
+    worker.add_argument("--concurrency", type=int, help="jobs run at once (default: 4)")
     worker.add_argument(
         "--import",
         dest="imports",
@@ -73,8 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="create a key and print it once")
     _common(create)
-    create.add_argument("--name", default="cli")
-    create.add_argument("--kind", choices=["standard", "admin"], default="standard")
+    create.add_argument("--name", default="cli", help="a name to recognise the key by")
+    create.add_argument(
+        "--kind",
+        choices=["standard", "admin"],
+        default="standard",
+        help="a workspace's key (Authorization: Bearer) or an organization's admin key (x-api-key)",
+    )
     create.add_argument("--workspace", help="workspace id (default: the default workspace)")
     create.add_argument(
         "--expires-in-days",
@@ -85,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     _common(listing)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
     _common(revoke)
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", help="the key's id (`keys list` prints it)")
     from maestrale.admin.billing.commands import add_parser as add_limits_parser
 
     add_limits_parser(sub, _common)

@@ -72,8 +72,10 @@ class Services:
     job_registry: JobRegistry = field(default_factory=JobRegistry)
     # Rung by requests that queued a job (once committed): the in-process worker claims at once.
     job_wakeup: Wakeup = field(default_factory=Wakeup)
-    # The Temporal client of the workflows API; None when workflows are off.
+    # The Temporal client of the workflows API; None when workflows are off, and then why
+    # (their routes' 503; None: disabled by the settings).
     workflows: TemporalEngine | None = None
+    workflows_off: str | None = None
     # Builds the server-run tools (connectors) of a conversation's or agent's tool list.
     toolboxes: ToolboxFactory | None = None
     # Reaches connectors' MCP servers (pooled sessions) and refreshes their OAuth2 tokens.
@@ -217,18 +219,23 @@ def temporal_engine(settings: Settings, address: str | None) -> TemporalEngine |
 
 
 async def start_embedded_temporal(
-    stack: contextlib.AsyncExitStack, settings: Settings
-) -> TemporalEngine | None:
+    stack: contextlib.AsyncExitStack, settings: Settings, services: Services
+) -> None:
     """The embedded Temporal dev server, started for the life of `stack` (the process's), and
-    a client of it; None (workflows off, with the reason logged) when it cannot start."""
-    from maestrale.workflows.temporal.devserver import TemporalUnavailable, embedded_temporal
+    a client of it as `services.workflows`; when it cannot start, workflows are off and
+    `services.workflows_off` says why (logged at ERROR with the fix)."""
+    from maestrale.workflows.temporal.devserver import (
+        TemporalUnavailable,
+        embedded_temporal,
+        start_failure,
+    )
 
     try:
         address = await stack.enter_async_context(embedded_temporal(settings))
     except TemporalUnavailable as exc:
-        log.error("workflows are off: %s", exc)
-        return None
-    return temporal_engine(settings, address)
+        services.workflows_off = start_failure(exc)
+        return
+    services.workflows = temporal_engine(settings, address)
 
 
 async def first_start(db: Database, settings: Settings) -> None:

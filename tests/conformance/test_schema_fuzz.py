@@ -1,5 +1,5 @@
-"""Schema fuzzing of `/openapi.json` (DESIGN §10): schemathesis generates requests for every
-documented operation, valid and invalid, and a test fails on any 5xx and on any response that
+"""Schema fuzzing of `/openapi.json` (docs/architecture.md §10): schemathesis generates requests for
+every documented operation, valid and invalid, and a test fails on any 5xx and on any response that
 the schema does not declare (its status code, content type, headers or body).
 
 The app runs in process, driven through schemathesis' ASGI transport, which runs the app's

@@ -1,5 +1,5 @@
 """No connection is held while a conversation's model runs, and appends to one conversation take
-turns (DESIGN §3, `conversations/turn_lease.py`)."""
+turns (docs/architecture.md §3, `conversations/turn_lease.py`)."""
 
 from __future__ import annotations
 

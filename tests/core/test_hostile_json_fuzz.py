@@ -1,5 +1,5 @@
-"""Hostile JSON, keys and values alike, sent to every JSON route of the app (DESIGN §10): no
-answer is a 5xx, and every 4xx is a JSON body.
+"""Hostile JSON, keys and values alike, sent to every JSON route of the app
+(docs/architecture.md §10): no answer is a 5xx, and every 4xx is a JSON body.
 
 The schema fuzz (tests/conformance/test_schema_fuzz.py) sends what the schema describes and the
 mutations schemathesis knows; it never sends what a JSON encoder refuses to write. This one does,

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from maestrale.config import Settings
 from tests.deploy.support import (
     DOCKERFILE,
     KUBERNETES,
@@ -97,8 +96,8 @@ def test_api_probes_and_graceful_termination() -> None:
     for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
         assert _probe(api, kind)["port"] in port_names, kind
     assert port_names["http"] == 8000, "the image's MAESTRALE_PORT"
-    # The workflows workers' way to Temporal: the worker proxy, on its default port.
-    assert port_names["worker-proxy"] == Settings().temporal_proxy_port == 7233
+    # The workflows workers' way to Temporal: the worker proxy, on the port the pods are given.
+    assert port_names["worker-proxy"] == int(config()["MAESTRALE_TEMPORAL_PROXY_PORT"]) == 7233
     pause = api["lifecycle"]["preStop"]["exec"]["command"]
     assert pause[0] == "sleep"
     shutdown = float(config()["MAESTRALE_SHUTDOWN_GRACE_SECONDS"])

@@ -1,4 +1,4 @@
-"""The builtin engine's chat and FIM contract (DESIGN.md §6)."""
+"""The builtin engine's chat and FIM contract (docs/architecture.md §6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Batch jobs survive their worker (DESIGN §5): a worker killed with SIGKILL in the middle of a
-job is replaced and the job finishes; so does a job whose `maestrale serve` is restarted, killed
-or stopped. Every custom_id then appears exactly once across the output and error files."""
+"""Batch jobs survive their worker (docs/architecture.md §5): a worker killed with SIGKILL in the
+middle of a job is replaced and the job finishes; so does a job whose `maestrale serve` is
+restarted, killed or stopped. Every custom_id then appears exactly once across the output and error
+files."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Fault tests (DESIGN §10): worker processes are killed for real (SIGKILL) in the middle of a
-job; another worker takes the job over once the lease expires and finishes it exactly once."""
+"""Fault tests (docs/architecture.md §10): worker processes are killed for real (SIGKILL) in the
+middle of a job; another worker takes the job over once the lease expires and finishes it exactly
+once."""
 
 from __future__ import annotations
 

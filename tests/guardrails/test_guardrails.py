@@ -192,7 +192,7 @@ async def test_invalid_configurations_are_422(client: httpx.AsyncClient) -> None
 
 
 async def test_unknown_configuration_fields_are_ignored(client: httpx.AsyncClient) -> None:
-    """Forward compatible (DESIGN §1): a newer SDK's category or option is no 422."""
+    """Forward compatible (docs/architecture.md §1): a newer SDK's category or option is no 422."""
     newer = {
         "moderation_llm_v1": {
             "model_name": ECHO_MODERATION,

@@ -85,7 +85,8 @@ def test_invalid_configurations_are_refused(config: dict[str, Any], where: str) 
     ],
 )
 def test_unknown_fields_are_ignored_and_not_stored(config: dict[str, Any]) -> None:
-    """Forward compatible like every request (DESIGN §1): a newer SDK's field is no error."""
+    """Forward compatible like every request (docs/architecture.md §1): a newer SDK's field is no
+    error."""
     wire = GuardrailConfig.model_validate(config).wire()
     assert set(wire) <= {"block_on_error", "moderation_llm_v1", "moderation_llm_v2"}
     for part in ("moderation_llm_v1", "moderation_llm_v2"):

@@ -40,7 +40,6 @@ def test_settings(database_url: str, data_dir: Path, **overrides: object) -> Set
         "strict_connections": True,
         "log_json": False,
         "temporal_embedded": False,
-        "temporal_proxy_port": 0,  # the worker proxy of apps with workflows: any free port
     }
     values.update(overrides)
     return Settings.model_validate(values)

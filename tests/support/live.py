@@ -26,7 +26,11 @@ def free_port() -> int:
 
 
 def start_server(
-    data_dir: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None
+    data_dir: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    ready_seconds: float = 60,
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = port or free_port()
     full_env = {
@@ -60,7 +64,7 @@ def start_server(
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}: {log_path.read_text()}")
@@ -71,7 +75,7 @@ def start_server(
             pass
         time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("server did not become healthy in 60 s")
+    raise RuntimeError(f"server did not become healthy in {ready_seconds} s")
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:

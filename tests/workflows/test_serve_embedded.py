@@ -5,6 +5,7 @@ state survive a restart."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from pathlib import Path
@@ -116,3 +117,47 @@ async def test_the_processes_of_serve_share_one_temporal(tmp_path: Path) -> None
                 assert done.json()["result"] == {"result": n}, done.text
     finally:
         stop_server(proc)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(300)
+async def test_two_servers_side_by_side_on_default_temporal_settings(tmp_path: Path) -> None:
+    """Issue 39's acceptance: two servers on one machine with the default Temporal settings
+    (embedded, on free ports), each running a workflow to completion through a worker that
+    found its worker proxy with `whoami`."""
+    env = {"MAESTRALE_TEMPORAL_EMBEDDED": "true"}  # start_server's default turns it off
+    started = await asyncio.gather(
+        *(
+            asyncio.to_thread(start_server, tmp_path / name, env=env, ready_seconds=150)
+            for name in "ab"
+        ),
+        return_exceptions=True,
+    )
+    servers = [s for s in started if not isinstance(s, BaseException)]
+    try:
+        for failed in started:
+            if isinstance(failed, BaseException):
+                raise failed
+        async with contextlib.AsyncExitStack() as stack:
+            clients, found = [], []
+            for n, (_, url) in enumerate(servers):
+                client = await stack.enter_async_context(_client(url))
+                whoami = (await client.get("/v1/workflows/workers/whoami")).json()
+                queue = f"side-{n}"
+                await stack.enter_async_context(
+                    running_worker(whoami["scheduler_url"], whoami["namespace"], queue, API_KEY)
+                )
+                await _register(client, queue)
+                clients.append(client)
+                found.append(whoami["scheduler_url"])
+            assert found[0] != found[1] and found[0].startswith("127.0.0.1:"), found
+            for n, client in enumerate(clients):
+                done = await client.post(
+                    "/v1/workflows/echo/execute",
+                    json={"input": {"shout": f"side {n}"}, "wait_for_result": True,
+                          "timeout_seconds": 20},
+                )  # fmt: skip
+                assert done.status_code == 200, done.text
+                assert done.json()["result"] == {"result": f"SIDE {n}"}, done.text
+    finally:
+        for proc, _ in servers:
+            stop_server(proc)

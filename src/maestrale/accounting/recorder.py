@@ -13,8 +13,8 @@ ever. The batch is split in halves until the bad rows are alone; each is written
 (`scrub_row`), and dropped if even that fails. Both are counted (`rejected`, exposed in
 /metrics) and logged without their content.
 
-What the write costs the event loop (DESIGN §8: the loop serves the requests): a flush is cut
-into transactions of at most BATCH_ROWS rows of each table, each table's rows written by one
+What the write costs the event loop (docs/architecture.md §8: the loop serves the requests): a flush
+is cut into transactions of at most BATCH_ROWS rows of each table, each table's rows written by one
 statement that takes them as one JSON parameter (`bulk`: one orjson call a row, the database
 does the rest). On a SQLite file the transactions run on a thread and a connection of their own
 (`SqliteWriter`), rows serialised there: the loop only hands the lists over. On Postgres the

@@ -1,7 +1,7 @@
 """The worker's hold on one batch job, by id: each read and each write is its own short unit of
-work, so that nothing stays open while the job's lines call their models (DESIGN §3). The SQL is
-in `batch/repository.py` (the job's rows) and `files/repository.py` (its input files, read in the
-job's workspace with its creator's rights).
+work, so that nothing stays open while the job's lines call their models (docs/architecture.md §3).
+The SQL is in `batch/repository.py` (the job's rows) and `files/repository.py` (its input files,
+read in the job's workspace with its creator's rights).
 """
 
 from __future__ import annotations

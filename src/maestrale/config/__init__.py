@@ -37,25 +37,52 @@ class Settings(
     TelemetrySettings,
     InboundSettings,
 ):
+    """The server's own settings: listening, storage, the job workers, limits and the knobs of
+    each API group; the classes it inherits add those of one area each."""
+
     model_config = SettingsConfigDict(env_prefix="MAESTRALE_", extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    data_dir: Path = Path(".maestrale")
+    host: str = Field(default="127.0.0.1", description="address `serve` listens on")
+    port: int = Field(default=8000, ge=0, le=65535, description="port `serve` listens on")
+    data_dir: Path = Field(
+        default=Path(".maestrale"),
+        description="the SQLite database, the blobs and the generated keys; made private"
+        " (mode 0700) at every start",
+    )
     database_url: str | None = Field(
         default=None, description="SQLAlchemy async URL; SQLite under data_dir when unset."
     )
-    database_pool_size: int = Field(default=10, ge=1)
+    database_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description="connections a process keeps in its pool to the database (as many more may"
+        " open for a while under load)",
+    )
     models: Path | None = Field(default=None, description="TOML model catalog merged over defaults")
-    blob_dir: Path | None = None
-    blob_backend: Literal["local", "s3"] = "local"
+    blob_dir: Path | None = Field(
+        default=None,
+        description="directory of the local blob backend; default: `blobs` in data_dir",
+    )
+    blob_backend: Literal["local", "s3"] = Field(
+        default="local",
+        description="where files and blobs are stored: a directory (local) or an S3-compatible"
+        " bucket (s3, needs the `s3` extra)",
+    )
     s3_bucket: str | None = Field(default=None, description="bucket of the s3 blob backend")
     s3_endpoint_url: str | None = Field(
         default=None, description="S3-compatible endpoint (MinIO, Ceph...); AWS when unset"
     )
-    s3_region: str | None = None
+    s3_region: str | None = Field(
+        default=None,
+        description="region of the s3 blob backend; credentials come from the standard AWS_*"
+        " variables",
+    )
     s3_prefix: str = Field(default="", description="key prefix inside the bucket")
-    redis_url: str | None = None
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis shared by replicas: rate and spend counters, cache invalidations;"
+        " unset: each `serve` keeps them (its processes share them through its hub)",
+    )
     secret_key: SecretStr | None = Field(
         default=None, description="signs file URLs; generated into the data dir when unset"
     )
@@ -69,14 +96,24 @@ class Settings(
         description="base URL of signed links and of the OAuth2 redirect of connectors"
         " (default: the request's own)",
     )
-    max_upload_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    max_upload_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=1,
+        description="largest file stored through the Files API (413, nothing stored)",
+    )
     batch_concurrency: int = Field(default=16, ge=1, le=1024, description="lines per job")
     batch_max_concurrency: int = Field(
         default=64, ge=1, le=4096, description="lines in flight per worker, all jobs together"
     )
 
-    bootstrap_api_key: SecretStr | None = None
-    bootstrap_admin_key: SecretStr | None = None
+    bootstrap_api_key: SecretStr | None = Field(
+        default=None,
+        description="the default workspace's API key created at first start (used only then)",
+    )
+    bootstrap_admin_key: SecretStr | None = Field(
+        default=None,
+        description="the default organization's admin key created at first start (used only then)",
+    )
 
     auto_migrate: bool = Field(default=True, description="apply migrations when serving starts")
     workers: int | None = Field(
@@ -90,7 +127,9 @@ class Settings(
         description="set by `serve` for its server processes: the socket of their hub",
     )
     worker: bool = Field(default=True, description="run the in-process job worker in `serve`")
-    worker_concurrency: int = Field(default=4, ge=1, le=256)
+    worker_concurrency: int = Field(
+        default=4, ge=1, le=256, description="jobs a worker runs at once"
+    )
     jobs_per_workspace: int = Field(
         default=3,
         ge=1,
@@ -98,8 +137,15 @@ class Settings(
         description="jobs of one workspace running at once on all"
         " workers together; workspaces take turns for the rest",
     )
-    job_lease_seconds: float = Field(default=30.0, gt=0)
-    job_poll_seconds: float = Field(default=0.5, gt=0)
+    job_lease_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="a job's lease, renewed while it runs: a dead worker's jobs are resumed"
+        " after this",
+    )
+    job_poll_seconds: float = Field(
+        default=0.5, gt=0, description="how often a worker looks for due jobs when none wakes it"
+    )
     worker_grace_seconds: float = Field(
         default=10.0, ge=0, description="at shutdown, running jobs finish or are handed back"
     )
@@ -144,12 +190,13 @@ class Settings(
     ocr_max_pages: int = Field(default=1000, ge=1, description="pages one OCR request may process")
     ocr_annotation_model: str | None = Field(
         default=None,
-        description="chat model of OCR annotations (default: the first non-builtin chat model)",
+        description="chat model of OCR annotations (default: the best real chat model, as the"
+        " console's playground offers)",
     )
     search_index_summary_model: str | None = Field(
         default=None,
-        description="chat model that writes search indexes' summary fields (default: the first "
-        "non-builtin chat model)",
+        description="chat model that writes search indexes' summary fields (default: the best "
+        "real chat model, as the console's playground offers)",
     )
     audio_max_bytes: int = Field(
         default=100 * 1024 * 1024, ge=1, description="largest audio file to transcribe (413)"
@@ -222,8 +269,10 @@ class Settings(
         le=24 * 30,
         description="how long a sign-in to the web console (/console) lasts",
     )
-    log_level: str = "INFO"
-    log_json: bool = True
+    log_level: str = Field(
+        default="INFO", description="logging level (DEBUG, INFO, WARNING, ERROR)"
+    )
+    log_json: bool = Field(default=True, description="log JSON lines (false: plain text)")
     otlp_endpoint: str | None = Field(
         default=None,
         description="OpenTelemetry traces sent over OTLP/HTTP to this collector (base URL, or"

@@ -13,7 +13,13 @@ class WorkflowSettings(BaseSettings):
         description="host:port of the Temporal frontend that runs workflows; unset: the embedded"
         " dev server (`temporal_embedded`)",
     )
-    temporal_namespace: str = Field(default="mistral-workflows", min_length=1, max_length=200)
+    temporal_namespace: str = Field(
+        default="mistral-workflows",
+        min_length=1,
+        max_length=200,
+        description="prefix of the Temporal namespaces: a workspace's workflows live in"
+        " `<temporal_namespace>-<workspace id>`",
+    )
     temporal_tls: bool = Field(default=False, description="TLS to the Temporal frontend")
     temporal_api_key: SecretStr | None = Field(
         default=None, description="sent to the Temporal frontend as a bearer (Temporal Cloud)"
@@ -21,11 +27,19 @@ class WorkflowSettings(BaseSettings):
     temporal_public_address: str | None = Field(
         default=None,
         description="the worker proxy's address `workers/whoami` hands to workers (default: the"
-        " host workers reach the API at, and `temporal_proxy_port`)",
+        " host workers reach the API at, and the port the proxy listens on); a host alone gets"
+        " that port",
     )
     temporal_proxy_host: str | None = Field(default=None, description="default: `host`")
     temporal_proxy_port: int = Field(
-        default=7233, ge=0, le=65535, description="the worker proxy's gRPC port (0: a free one)"
+        default=0,
+        ge=0,
+        le=65535,
+        description="the worker proxy's gRPC port, which workers learn from `workers/whoami`. 0"
+        " (default): a free one, the same as last time on this data dir when still free (workers"
+        " find it again after a restart), so that servers run side by side; a fixed port (7233,"
+        " Temporal's) when something must know it beforehand: a load balancer, a published"
+        " container port, `temporal_public_address` with a port",
     )
     temporal_embedded: bool = Field(
         default=True,

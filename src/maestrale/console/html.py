@@ -64,11 +64,20 @@ def _hours(hours: float) -> str:
     return f"{hours:g}"
 
 
-def shell(page: str, title: str, csrf_token: str, admin: bool, item_id: str = "") -> str:
-    """The document of a console page: `static/js/app.js` renders `pages/<page>.js` into it."""
+def shell(
+    page: str,
+    title: str,
+    csrf_token: str,
+    admin: bool,
+    item_id: str = "",
+    default_model: str = "",
+) -> str:
+    """The document of a console page: `static/js/app.js` renders `pages/<page>.js` into it.
+    `default_model`: the chat model the playground starts on (the catalog's best real one)."""
     meta = (
         f'<meta name="csrf-token" content="{escape(csrf_token)}">\n'
         f'<meta name="console-admin" content="{"1" if admin else "0"}">\n'
+        f'<meta name="default-model" content="{escape(default_model)}">\n'
     )
     script = f'<script type="module" src="{STATIC}/js/app.js"></script>\n'
     head = _HEAD.substitute(meta=meta, title=escape(title), static=STATIC, script=script)

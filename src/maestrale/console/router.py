@@ -88,7 +88,10 @@ async def _shell(request: Request, page: str, title: str, item_id: str = "") -> 
     session = await _live_session(request)
     if isinstance(session, Response):
         return session
-    document = html.shell(page, title, session.csrf_token, session.is_admin, item_id)
+    best = app_services(request).engines.best("completion_chat")
+    document = html.shell(
+        page, title, session.csrf_token, session.is_admin, item_id, best.id if best else ""
+    )
     return HTMLResponse(document, headers=_NO_STORE)
 
 

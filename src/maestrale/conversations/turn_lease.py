@@ -1,5 +1,5 @@
 """The lease on a conversation's turn: what keeps two appends to one conversation from
-interleaving without holding a transaction while the model runs (DESIGN §3).
+interleaving without holding a transaction while the model runs (docs/architecture.md §3).
 
 An append takes the conversation's turn in one short statement (a lease: an owner and an expiry
 on the conversation's row), runs its model with no connection open, renews the lease meanwhile,

@@ -128,7 +128,7 @@ class LocalBlobStore:
 class ReleasingBlobStore:
     """A blob store for the owner of a unit of work (a request): before each read or write it
     ends the owner's transaction (`release`), so that none is open while the store answers
-    (DESIGN §3), and no caller has to remember to.
+    (docs/architecture.md §3), and no caller has to remember to.
 
     A write's chunks may come from the database (an export reads its rows as it writes them):
     the transaction is ended again before each chunk reaches the store, and once they run out.

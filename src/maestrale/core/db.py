@@ -340,7 +340,8 @@ log = logging.getLogger("maestrale.db")
 
 class ConnectionHeldAcrossCall(RuntimeError):
     """A model, tool or network call was about to run while its task held a database
-    connection (DESIGN §3). Raised where `strict` is set (the tests); logged elsewhere."""
+    connection (docs/architecture.md §3). Raised where `strict` is set (the tests); logged
+    elsewhere."""
 
 
 class Database:

@@ -1,6 +1,6 @@
 """The `metadata` filter of list calls: a JSON object whose values a resource's metadata must
-have. The official SDK sends a sentinel string when no filter is given (DESIGN §1), so anything
-that is not a JSON object means no filter."""
+have. The official SDK sends a sentinel string when no filter is given (docs/architecture.md §1), so
+anything that is not a JSON object means no filter."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An in-memory cache whose entries are read again in the background before they go stale, so
-that the hot path does no database read while it is used (DESIGN §8).
+that the hot path does no database read while it is used (docs/architecture.md §8).
 
 A value is trusted for `ttl` seconds after it was read, never longer; once half of that has
 passed, the next `get` starts one background read and still answers from memory. A key used at

@@ -6,9 +6,9 @@ Work that must follow the commit and never precede it (dropping cache entries he
 replica, keeping a copy of what was written) is registered with `on_commit` and runs after a
 successful commit only; a rollback forgets it.
 
-`release()` ends the transaction before a model, tool or network call (DESIGN §3): a read-only
-transaction is simply committed, which returns the connection to the pool and, on SQLite, lets
-writers go on. The session stays usable: its next statement begins a new transaction. The
+`release()` ends the transaction before a model, tool or network call (docs/architecture.md §3): a
+read-only transaction is simply committed, which returns the connection to the pool and, on SQLite,
+lets writers go on. The session stays usable: its next statement begins a new transaction. The
 components that make those calls release it themselves, given the owner's `release`: the
 gateway (`Gateway.releasing`, which a request's `GatewayDep` is), the tool runner, the
 connector runtime, the URL fetcher, the workflows' Temporal engine (`TemporalEngine.releasing`)

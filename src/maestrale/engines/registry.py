@@ -145,6 +145,28 @@ class EngineRegistry:
         specs = [spec for spec in self.specs if spec.has(capability)]
         return sorted(specs, key=lambda spec: spec.test_double)
 
+    def best(self, capability: str) -> ModelSpec | None:
+        """The model to offer for `capability` when the caller names none (the console's
+        playground, OCR annotations, search index summaries): a real engine's, never a test
+        double's; among those the one that calls functions, then the longest context, then the
+        catalog's order. None when only test doubles, or nothing, serve it."""
+        real = [
+            (index, spec)
+            for index, spec in enumerate(self.specs)
+            if spec.has(capability) and not spec.test_double
+        ]
+        if not real:
+            return None
+        ranked = min(
+            real,
+            key=lambda item: (
+                not item[1].has("function_calling"),
+                -item[1].max_context_length,
+                item[0],
+            ),
+        )
+        return ranked[1]
+
     async def aclose(self) -> None:
         for engine in self._engines.values():
             if isinstance(engine, Closeable):

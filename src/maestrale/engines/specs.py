@@ -28,7 +28,9 @@ CARD_CAPABILITIES = (
     "audio_speech",
     "unified_resources",
 )
-INTERNAL_CAPABILITIES = ("embeddings",)
+# "classifier_training": the base of classifier fine-tuning jobs, which classifies nothing itself
+# (its card says so) and lends its embeddings model to the heads its jobs train.
+INTERNAL_CAPABILITIES = ("embeddings", "classifier_training")
 
 
 class Price(BaseModel):

@@ -23,8 +23,12 @@ DEFAULT_WEIGHT_DECAY = 0.1
 DEFAULT_WARMUP_FRACTION = 0.05
 # Longer examples are truncated; capped by the base model's context.
 DEFAULT_SEQ_LEN = {"completion": 2048, "classifier": 512}
-# The capability each job type needs of its base model, besides `fine_tuning`.
-NEEDS = {"completion": "completion_chat", "classifier": "classification"}
+# The capabilities of which each job type needs one in its base model, besides `fine_tuning`: a
+# classifier job trains a head over a classifier's embeddings, or over a base that has none yet.
+NEEDS = {
+    "completion": ("completion_chat",),
+    "classifier": ("classification", "classifier_training"),
+}
 
 
 class InvalidJob(BadRequest):
@@ -173,10 +177,10 @@ async def base_model(
             f"model {name!r} cannot be fine-tuned (it lacks the fine_tuning capability)",
             param="model",
         )
-    if not spec.has(NEEDS[job_type]):
+    if not any(spec.has(capability) for capability in NEEDS[job_type]):
         raise NotFineTunable(
             f"model {name!r} cannot be the base of a {job_type} job (it lacks the "
-            f"{NEEDS[job_type]} capability)",
+            f"{' or '.join(NEEDS[job_type])} capability)",
             param="model",
         )
     if spec.engine.startswith("openai_compat"):

@@ -104,8 +104,8 @@ class Gateway:
     def releasing(self, release: Release) -> Gateway:
         """This gateway for the owner of a unit of work (a request, a job's step): before it
         opens, admits or runs a call it ends the owner's transaction (`release`), so that none
-        is open while the blob store, the limits or the engine answer (DESIGN §3), and no
-        caller has to remember to."""
+        is open while the blob store, the limits or the engine answer (docs/architecture.md §3), and
+        no caller has to remember to."""
         view = copy.copy(self)
         view.release = OwnerRelease(release, self.db)
         return view
@@ -137,11 +137,15 @@ class Gateway:
                 if base is None:
                     raise ModelNotFound(f"the base model {row.root!r} of {name!r} is not served")
                 upstream = base.spec.upstream_model or row.root
+                # What the fine-tuned model serves is its own card's, not its base's: a
+                # classifier's base classifies nothing, its fine-tuned heads do.
+                served = [cap for cap, on in (row.capabilities or {}).items() if on]
+                spec = base.spec.model_copy(update={"capabilities": served})
                 if row.artifact is None or row.artifact_format is None:
-                    return base.spec, base.engine, upstream, None
+                    return spec, base.engine, upstream, None
                 path = await self._artifact(name, row.artifact)
                 artifact = Artifact(path, ArtifactFormat(row.artifact_format))
-                return base.spec, base.engine, upstream, artifact
+                return spec, base.engine, upstream, artifact
         raise ModelNotFound(f"model {name!r} not found", param="model")
 
     async def _artifact(self, name: str, artifact: str) -> str:

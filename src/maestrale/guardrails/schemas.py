@@ -1,10 +1,10 @@
 """Wire models of guardrail configurations (the SDK's GuardrailConfig, ModerationLlmv1Config,
 ModerationLlmv2Config and their category thresholds).
 
-Like the rest of a request (DESIGN §1), unknown fields are accepted and ignored, so that a newer
-SDK's fields (a new category, say) are no 422; the known ones are checked (thresholds in [0, 1],
-the action one of none and block). A configuration is stored and returned as the SDK sends it
-(`wire()`: unset optional fields left out, defaults written out, unknown fields dropped).
+Like the rest of a request (docs/architecture.md §1), unknown fields are accepted and ignored, so
+that a newer SDK's fields (a new category, say) are no 422; the known ones are checked (thresholds
+in [0, 1], the action one of none and block). A configuration is stored and returned as the SDK
+sends it (`wire()`: unset optional fields left out, defaults written out, unknown fields dropped).
 """
 
 from __future__ import annotations

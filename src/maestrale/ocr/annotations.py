@@ -69,9 +69,9 @@ def check_format(value: dict[str, Any] | None, param: str) -> dict[str, Any] | N
 def annotation_model(gateway: Gateway, configured: str | None) -> str:
     if configured:
         return configured
-    for spec in gateway.registry.specs:
-        if spec.has("completion_chat") and spec.engine != "builtin":
-            return spec.id
+    best = gateway.registry.best("completion_chat")
+    if best is not None:
+        return best.id
     raise AnnotationModelMissing(
         "annotations need a chat model: none is served; set MAESTRALE_OCR_ANNOTATION_MODEL"
     )

@@ -135,19 +135,23 @@ class GracefulServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def graceful_server(settings: Settings) -> GracefulServer:
-    """The server of `settings`' app, with the graceful shutdown described above."""
+def graceful_server(settings: Settings, workflows_off: str | None = None) -> GracefulServer:
+    """The server of `settings`' app, with the graceful shutdown described above
+    (`workflows_off`: why workflows are off, when a supervisor's embedded Temporal failed)."""
     from maestrale.app import create_app
 
     app = create_app(settings)
+    app.state.workflows_off = workflows_off
     return GracefulServer(server_config(settings, app), app.state.lifecycle, settings)
 
 
-def run_server(settings: Settings, sock: socket.socket | None = None) -> None:
+def run_server(
+    settings: Settings, sock: socket.socket | None = None, *, workflows_off: str | None = None
+) -> None:
     """Serve until SIGINT or SIGTERM: on `sock` (a process of `serve --workers`, spawned by the
-    supervisor), or on a socket of its own."""
+    supervisor, with why its embedded Temporal did not start), or on a socket of its own."""
     from maestrale.core.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_json)
-    server = graceful_server(settings)
+    server = graceful_server(settings, workflows_off)
     server.run(sockets=[sock] if sock is not None else None)

@@ -74,12 +74,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_on(settings: Settings, sock: socket.socket) -> None:
-    """A server process of the supervisor, on its listening socket. multiprocessing hands the
-    socket down inheritable: it is made close-on-exec at once, so that no process this one
-    starts (code_interpreter's sandboxes, engines, tools) can accept on it."""
+def serve_on(settings: Settings, sock: socket.socket, workflows_off: str | None = None) -> None:
+    """A server process of the supervisor, on its listening socket (`workflows_off`: why the
+    supervisor's embedded Temporal did not start). multiprocessing hands the socket down
+    inheritable: it is made close-on-exec at once, so that no process this one starts
+    (code_interpreter's sandboxes, engines, tools) can accept on it."""
     sock.set_inheritable(False)
-    run_server(settings, sock)
+    run_server(settings, sock, workflows_off=workflows_off)
 
 
 async def claim_socket(path: Path) -> None:
@@ -114,6 +115,8 @@ class Supervisor:
         self._hub_path = frames.hub_path(settings.data_dir)
         self._sock: socket.socket | None = None
         self._temporal_address: str | None = None
+        self._workflows_off: str | None = None  # why the embedded Temporal did not start
+        self._proxy_port: int | None = None  # the worker proxy's, reserved for the processes
         self._signal = signal.SIGTERM  # what the server processes are told at shutdown
 
     def _signalled(self, signum: int) -> None:
@@ -161,16 +164,30 @@ class Supervisor:
 
     async def _start_temporal(self, stack: contextlib.AsyncExitStack) -> None:
         """The embedded Temporal, once for all the server processes (which are handed its
-        address), when no Temporal cluster is configured."""
+        address, or why it did not start), when no Temporal cluster is configured; and the
+        worker proxy's port, which they all serve (with `temporal_proxy_port` 0, each would
+        take a port of its own)."""
         settings = self.settings
-        if settings.temporal_address or not settings.temporal_embedded:
-            return
-        from maestrale.workflows.temporal.devserver import TemporalUnavailable, embedded_temporal
+        if not settings.temporal_address and settings.temporal_embedded:
+            from maestrale.workflows.temporal.devserver import (
+                TemporalUnavailable,
+                embedded_temporal,
+                start_failure,
+            )
 
-        try:
-            self._temporal_address = await stack.enter_async_context(embedded_temporal(settings))
-        except TemporalUnavailable as exc:
-            log.error("workflows are off: %s", exc)
+            try:
+                self._temporal_address = await stack.enter_async_context(
+                    embedded_temporal(settings)
+                )
+            except TemporalUnavailable as exc:
+                self._workflows_off = start_failure(exc)
+        if self._temporal_address or settings.temporal_address:
+            from maestrale.workflows.workers.frontend import reserve_port
+
+            reserved = reserve_port(settings)
+            if reserved is not None:
+                stack.callback(reserved.close)  # held until the processes have stopped
+                self._proxy_port = int(reserved.getsockname()[1])
 
     def _child_settings(self, index: int) -> Settings:
         # A plain `Settings` (a file's settings come as a subclass that cannot be pickled), with
@@ -184,13 +201,14 @@ class Supervisor:
                 "workers": 1,
                 "temporal_address": self._temporal_address or self.settings.temporal_address,
                 "temporal_embedded": False,
+                "temporal_proxy_port": self._proxy_port or self.settings.temporal_proxy_port,
             }
         )
 
     def _start(self, slot: _Slot) -> None:
         process = self._context.Process(
             target=serve_on,
-            args=(self._child_settings(slot.index), self._sock),
+            args=(self._child_settings(slot.index), self._sock, self._workflows_off),
             name=f"maestrale-server-{slot.index}",
         )
         process.start()

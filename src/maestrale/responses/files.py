@@ -7,8 +7,8 @@ The bytes come from an uploaded file of the caller's workspace (`file_id`: its r
 the request's unit of work, another workspace's id is a 404), a URL (`file_url`: fetched under
 the fetch policy, SSRF guard and size and time bounds, `core.fetch`) or the part itself
 (`file_data`: a `data:` URL or plain base64, its type told by `filename`). The transaction is
-ended before the blob store or a URL is reached (DESIGN §3). Their text is read as library
-documents' is (`libraries.ingest`: UTF-8 text directly; PDF, DOCX, HTML, Markdown by their
+ended before the blob store or a URL is reached (docs/architecture.md §3). Their text is read as
+library documents' is (`libraries.ingest`: UTF-8 text directly; PDF, DOCX, HTML, Markdown by their
 readers), without OCR: a scan has no text to give.
 """
 

@@ -8,7 +8,7 @@
   chunks already indexed (in batches, each its own transaction: a retry carries on), then the
   schema is in force and the index `ready` again. It served its documents throughout.
 - `search_indexes.delete`: the index's chunks, documents, summaries and row, in one transaction.
-No transaction is open while the embeddings model is called (DESIGN §3).
+No transaction is open while the embeddings model is called (docs/architecture.md §3).
 """
 
 from __future__ import annotations

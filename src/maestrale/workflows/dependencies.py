@@ -20,6 +20,7 @@ from maestrale.core.uow import UnitOfWork
 from maestrale.workflows.errors import engine_failed
 from maestrale.workflows.executions.service import ExecutionService, ExecutionSettings
 from maestrale.workflows.registry.service import RegistryService
+from maestrale.workflows.temporal.devserver import DISABLED
 from maestrale.workflows.temporal.engine import TemporalEngine
 from maestrale.workflows.workers.service import WorkerService
 
@@ -28,13 +29,13 @@ if TYPE_CHECKING:
 
 
 def temporal_engine(request: Request) -> TemporalEngine:
-    engine: TemporalEngine | None = app_services(request).workflows
+    """The process's engine; 503 saying why workflows are off (disabled by the settings, or
+    the embedded Temporal failed to start, and why)."""
+    services = app_services(request)
+    engine: TemporalEngine | None = services.workflows
     if engine is None:
-        raise engine_failed(
-            "workflows are off: no Temporal address is configured and the embedded Temporal"
-            " is disabled (MAESTRALE_TEMPORAL_EMBEDDED=false)",
-            status_code=503,
-        )
+        why: str | None = services.workflows_off
+        raise engine_failed(f"workflows are off: {why or DISABLED}", status_code=503)
     return engine
 
 

@@ -51,13 +51,13 @@ def add_parser(
     set_.add_argument("--rps", type=_limit(int), help="requests per second, per workspace")
     set_.add_argument("--spend", type=_limit(float), help="monthly spend limit (billing currency)")
     model = limits_sub.add_parser("set-model", help="token limits of one model")
-    model.add_argument("model")
+    model.add_argument("model", help="model id of the catalog")
     model.add_argument("--tpm", type=_limit(int), help="tokens per minute, per workspace")
     model.add_argument(
         "--tokens-per-month", type=_limit(int), help="tokens per month, per workspace"
     )
     unset = limits_sub.add_parser("unset-model", help="back to the configured token limits")
-    unset.add_argument("model")
+    unset.add_argument("model", help="model id of the catalog")
     for parser in (show, set_, model, unset):
         common(parser)
         parser.add_argument("--organization", help="organization id (default: the default one)")

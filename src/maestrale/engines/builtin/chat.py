@@ -108,7 +108,7 @@ class BuiltinEngine:
 
     It echoes the last user message (`echo: <text>`), reports tool results
     (`tool NAME returned: <content>`) and obeys directive lines: `/call NAME {json}`,
-    `/respond <text>`, `/sleep MS` and `/fail STATUS`. See DESIGN.md §6 for the contract.
+    `/respond <text>`, `/sleep MS` and `/fail STATUS`. See docs/architecture.md §6 for the contract.
     A raw text completion (`complete`) answers its prompt as FIM does. Log-probabilities: see
     `OPTIONS`.
     """

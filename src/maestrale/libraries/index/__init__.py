@@ -8,8 +8,9 @@ them, and hybrid search.
 - Search fuses both rankings by reciprocal rank, over the libraries asked for only.
 
 Every function works on the caller's session and nothing else (embed before, with no session
-open: DESIGN §3), through the index's repositories: `repository` (the chunk table, scoped to
-libraries), `keyword_repository` (FTS5, tsvector) and `vector_repository` (vec0, pgvector).
+open: docs/architecture.md §3), through the index's repositories: `repository` (the chunk table,
+scoped to libraries), `keyword_repository` (FTS5, tsvector) and `vector_repository` (vec0,
+pgvector).
 """
 
 from maestrale.libraries.index.capability import VectorBackend, vector_backend

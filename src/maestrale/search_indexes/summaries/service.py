@@ -39,9 +39,9 @@ def summary_model(engines: EngineRegistry, configured: str | None) -> str:
                 "serves no chat completions"
             )
         return resolved.spec.id
-    for spec in engines.serving("completion_chat"):
-        if not spec.test_double:
-            return spec.id
+    best = engines.best("completion_chat")
+    if best is not None:
+        return best.id
     raise SummaryModelMissing(
         "summaries need a chat model: none is served; set MAESTRALE_SEARCH_INDEX_SUMMARY_MODEL"
     )

@@ -3,8 +3,8 @@
 Temporal is the authority on an execution; the index row is what the platform knows around it
 (workspace, workflow, deployment, caller) and a copy of its last known state, refreshed from
 Temporal whenever a caller reads a running one. No database transaction is open while Temporal
-is called (DESIGN §3): each operation reads, calls (the request's engine ends the transaction
-first), then writes.
+is called (docs/architecture.md §3): each operation reads, calls (the request's engine ends the
+transaction first), then writes.
 """
 
 from __future__ import annotations

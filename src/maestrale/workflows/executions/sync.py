@@ -2,8 +2,8 @@
 action, for a page of runs).
 
 The caller reads its rows, then `observe` asks Temporal (a few calls at a time, none with a
-transaction open: the request's engine ends it first, DESIGN §3); `record` writes what was seen
-in a short transaction, skipping a row that moved meanwhile (another request wrote a newer
+transaction open: the request's engine ends it first, docs/architecture.md §3); `record` writes what
+was seen in a short transaction, skipping a row that moved meanwhile (another request wrote a newer
 state).
 """
 

@@ -2,9 +2,9 @@
 
 The schedule, its state and its history live in Temporal; the `workflow_schedules` row says
 whose it is (every call is scoped by it: another workspace's id is a 404 `WF_1200`) and keeps
-its spec as written. No transaction is open while Temporal is called (DESIGN §3: the request's
-engine ends it before each call): a creation reserves the id, which that commits, then creates
-the schedule, and frees the id if Temporal refused.
+its spec as written. No transaction is open while Temporal is called (docs/architecture.md §3: the
+request's engine ends it before each call): a creation reserves the id, which that commits, then
+creates the schedule, and frees the id if Temporal refused.
 """
 
 from __future__ import annotations

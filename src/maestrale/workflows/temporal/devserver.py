@@ -26,7 +26,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("maestrale.workflows.temporal")
 
-__all__ = ["SEARCH_ATTRIBUTES", "EmbeddedTemporal", "TemporalUnavailable", "find_binary"]
+__all__ = [
+    "DISABLED",
+    "SEARCH_ATTRIBUTES",
+    "EmbeddedTemporal",
+    "TemporalUnavailable",
+    "find_binary",
+    "start_failure",
+]
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -35,7 +42,32 @@ HEALTHY_AFTER = 30.0  # a server that lived this long resets the restart backoff
 
 
 class TemporalUnavailable(RuntimeError):
-    """The embedded Temporal dev server cannot run (no binary, busy port, never became ready)."""
+    """The embedded Temporal dev server cannot run (no binary, busy port, never became ready):
+    the reason, with its fix when there is one; `log_tail`, the server's last lines if it ran."""
+
+    def __init__(self, reason: str, log_tail: str = "") -> None:
+        super().__init__(reason)
+        self.log_tail = log_tail
+
+
+# Why the workflows routes answer 503 when the embedded Temporal is off by choice.
+DISABLED = (
+    "no Temporal address is configured and the embedded Temporal is disabled"
+    " (MAESTRALE_TEMPORAL_EMBEDDED=false)"
+)
+
+
+def start_failure(exc: TemporalUnavailable) -> str:
+    """Log at ERROR that workflows are off because the embedded Temporal did not start, with the
+    fix; the reason the workflows routes then give (their 503)."""
+    reason = f"the embedded Temporal failed to start: {exc}"
+    log.error(
+        "workflows are off: %s. Fix that, or set MAESTRALE_TEMPORAL_ADDRESS to a Temporal server"
+        " of yours (MAESTRALE_TEMPORAL_EMBEDDED=false runs without workflows).%s",
+        reason,
+        f" Its last lines:\n{exc.log_tail}" if exc.log_tail else "",
+    )
+    return f"{reason}; see the server log"
 
 
 def find_binary() -> str | None:
@@ -152,18 +184,21 @@ class EmbeddedTemporal:
                 " set MAESTRALE_TEMPORAL_ADDRESS to an existing Temporal server"
             )
         _check_port_free(self.host, self.port)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as out:
-            out.write(f"--- maestrale: starting {self.address}\n".encode())
-            out.flush()
-            self.process = await asyncio.create_subprocess_exec(
-                *self.command(binary),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=out,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("ab") as out:
+                out.write(f"--- maestrale: starting {self.address}\n".encode())
+                out.flush()
+                self.process = await asyncio.create_subprocess_exec(
+                    *self.command(binary),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent(),
+                )
+        except OSError as exc:  # an unwritable data dir, a binary that cannot run
+            raise TemporalUnavailable(f"cannot run the Temporal server: {exc}") from exc
         self._started_at = asyncio.get_running_loop().time()
         try:
             await self._wait_ready(self.process)
@@ -184,8 +219,8 @@ class EmbeddedTemporal:
         while loop.time() < deadline:
             if process.returncode is not None:
                 raise TemporalUnavailable(
-                    f"the embedded Temporal server exited ({process.returncode}) while starting:\n"
-                    + self.log_tail()
+                    f"the embedded Temporal server exited ({process.returncode}) while starting",
+                    self.log_tail(),
                 )
             try:
                 client = await Client.connect(self.address, namespace=self.namespace)
@@ -203,7 +238,8 @@ class EmbeddedTemporal:
             await asyncio.sleep(0.1)
         raise TemporalUnavailable(
             f"the embedded Temporal server on {self.address} was not ready after"
-            f" {READY_TIMEOUT:.0f} s ({error}):\n{self.log_tail()}"
+            f" {READY_TIMEOUT:.0f} s ({error})",
+            self.log_tail(),
         )
 
     async def _supervise(self) -> None:

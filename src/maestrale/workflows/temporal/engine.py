@@ -114,8 +114,9 @@ class TemporalEngine:
         self.target = target
         self._namespace = namespace
         # Where this process serves the worker proxy (`workers/whoami` hands it out); None
-        # until it listens.
+        # until it listens, and why it does not when it could not.
         self.proxy_port: int | None = None
+        self.proxy_failure: str | None = None
         self.connection = connection or Connection(
             target.address, tls=target.tls, api_key=target.api_key
         )
@@ -125,7 +126,7 @@ class TemporalEngine:
     def releasing(self, release: Release, db: Database) -> TemporalEngine:
         """This (workspace's) engine for the owner of a unit of work (a request): before each
         call to Temporal it ends the owner's transaction (`release`), so that none is open
-        while Temporal answers (DESIGN §3), and no caller has to remember to."""
+        while Temporal answers (docs/architecture.md §3), and no caller has to remember to."""
         view = copy.copy(self)
         view.release = OwnerRelease(release, db)
         return view

@@ -3,6 +3,8 @@ executions/register (events are in `workflows.events`)."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi import Request
 
 from maestrale.config.dependencies import AppSettings
@@ -23,6 +25,9 @@ from maestrale.workflows.workers.schemas import (
 
 router = workflows_router(prefix="/workflows", tags=["workflows workers"])
 
+# A public address without a port: a name, an IPv4 address, or a bracketed IPv6 one.
+_HOST_ONLY = re.compile(r"[^:\[\]]+|\[[^\]]*\]")
+
 
 @router.get("/workers/whoami", response_model=WorkerInfo)
 async def whoami(request: Request, principal: StandardAuth, settings: AppSettings) -> WorkerInfo:
@@ -30,10 +35,14 @@ async def whoami(request: Request, principal: StandardAuth, settings: AppSetting
     own), which admits the key to its workspace's namespace only; that namespace (made on first
     use), and the features the worker should use (v1 events, no graph upload).
     `MAESTRALE_TEMPORAL_PUBLIC_ADDRESS` names the proxy as workers reach it, when that is not the
-    host they reach the API at."""
+    host they reach the API at (a host alone: with the port the proxy listens on)."""
     engine = temporal_engine(request)
-    if engine.proxy_port is None:
-        raise engine_failed("the worker proxy is not listening", status_code=503)
+    port = engine.proxy_port
+    if port is None:
+        why = engine.proxy_failure or "the worker proxy is not listening"
+        raise engine_failed(
+            f"workers cannot reach Temporal: {why}; see the server log", status_code=503
+        )
     workspace = engine.for_workspace(Tenant.of(principal).workspace_id)
     await workspace.connection.namespace_id(workspace.namespace)
     address = settings.temporal_public_address
@@ -41,7 +50,9 @@ async def whoami(request: Request, principal: StandardAuth, settings: AppSetting
         host = settings.temporal_proxy_host or settings.host
         if host in ("0.0.0.0", "::", ""):  # every interface: the one this request came in on
             host = request.url.hostname or "127.0.0.1"
-        address = f"[{host}]:{engine.proxy_port}" if ":" in host else f"{host}:{engine.proxy_port}"
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    elif _HOST_ONLY.fullmatch(address):
+        address = f"{address}:{port}"
     return WorkerInfo(scheduler_url=address, namespace=workspace.namespace, tls=False)
 
 

@@ -104,6 +104,7 @@ async function boot() {
     page,
     id: body.dataset.id || null, // e.g. the conversation id of /console/conversations/{id}
     admin,
+    defaultModel: meta('default-model') || null, // the catalog's best real chat model
     params: new URLSearchParams(window.location.search),
     banner,
     title(text) {

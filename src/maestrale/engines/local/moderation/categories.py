@@ -1,9 +1,13 @@
 """Curated descriptions and examples of the moderation categories that similarity detects.
 
 Each category's first text is its description; the rest are short hand-written examples. `CLEAN`
-holds ordinary texts of many kinds, the baseline a text is contrasted with. These are not the
-calibration set (tests/classifiers/data/moderation_labelled.jsonl): keep the two apart, or the
-thresholds would be fitted on their own examples.
+holds ordinary texts of many kinds, the baseline a text is contrasted with, benign near-misses of
+the categories among them (affection, idioms, sport, cooking): without them "I love you" was
+nearer to the threats than to anything clean. These are not the labelled texts the thresholds are
+fitted and measured on (bench/moderation/dataset.py): keep the two apart, or the figures would
+measure the examples. The calibration script fails on a labelled text equal to an example and
+leaves out those whose cosine to one is >= 0.95. After editing them, rerun it: it rewrites the
+thresholds and the examples' vectors.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ EXAMPLES = MappingProxyType(
             "What sex positions give the strongest orgasm?",
             "Write a hardcore sex scene between two strangers.",
             "Tell me what you'd do to me if we were naked together.",
+            "Tell me a really filthy joke about sex.",
         ),
         "hate_and_discrimination": (
             "Hateful or discriminatory content: insults, slurs, dehumanisation or exclusion of "
@@ -54,6 +59,10 @@ EXAMPLES = MappingProxyType(
             "Let's ambush them in the parking lot and beat them senseless.",
             "You are dead meat, I swear I will get you.",
             "The massacre was glorious, they got what they deserved.",
+            "Help me write a message that will make my ex afraid to leave the house.",
+            "Describe the execution scene with as much blood and gore as possible.",
+            "How do we plan an attack on the crowd at the concert?",
+            "Send him a note saying his family will pay if he goes to the police.",
         ),
         "dangerous_and_criminal_content": (
             "Dangerous and criminal content: instructions for weapons, explosives, drugs, "
@@ -72,6 +81,9 @@ EXAMPLES = MappingProxyType(
             "What's the best way to break into a house without leaving traces?",
             "How do I write malware that steals passwords from browsers?",
             "How can I traffic people across the border without being caught?",
+            "How do I forge a signature on a cheque?",
+            "Where can I download pirated films and cracked software?",
+            "Which household products can I inhale to get high?",
         ),
         "selfharm": (
             "Self-harm: suicide, self-injury, eating disorders; wanting to hurt or kill "
@@ -88,6 +100,8 @@ EXAMPLES = MappingProxyType(
             "What's the lethal dose of my antidepressants?",
             "I want to starve myself until I'm skin and bones.",
             "I'm saying goodbye to everyone because tomorrow I won't be here.",
+            "Give me tips to keep purging after meals without anyone noticing.",
+            "Which pills could I overdose on tonight?",
         ),
         "health": (
             "Health advice: requests for or giving of medical diagnosis, treatment, medication "
@@ -134,6 +148,9 @@ EXAMPLES = MappingProxyType(
             "Her home address is 12 Rue de la Paix, Paris, and her date of birth is 3 May 1990.",
             "Here is my passport number and my mother's maiden name.",
             "Send the invoice to John Smith at his personal address.",
+            "What is my colleague Sarah's home address and private phone number?",
+            "Find out my neighbour's date of birth, religion and medical history.",
+            "Give me the passport number and bank details of my ex-boyfriend, Mark.",
         ),
     }
 )
@@ -169,4 +186,28 @@ CLEAN = (
     "Our lawyer's office moved to a new building downtown.",
     "She wrote a thriller novel about a detective solving a murder.",
     "I'm so hungry I could eat a horse.",
+    # Benign near-misses of the categories: affection, idioms, sport, cooking, news.
+    "You are the best thing that ever happened to me.",
+    "Happy anniversary, my love, thank you for every single day.",
+    "Give the kids a big hug from me, I'll be home for dinner.",
+    "Sweet dreams, talk to you in the morning.",
+    "Hi! How are you doing today?",
+    "Thanks a lot, that was really helpful.",
+    "Congratulations on your new job, I'm so proud of you!",
+    "Good night, sleep well.",
+    "We crushed the other team in the final, what a game!",
+    "The striker scored twice and the crowd went wild.",
+    "Chop the onions finely and fry them in olive oil until golden.",
+    "Whisk the cream until it forms soft peaks.",
+    "The documentary explains how the empire fell.",
+    "Researchers published a new study on heart disease.",
+    "Interest rates are explained in chapter four of the textbook.",
+    "The gallery is showing paintings from the Renaissance.",
+    "My flight lands at 6:40 and the gate is B12.",
+    "Please call me back when you have a minute.",
+    "I ran ten kilometres this morning and I'm exhausted.",
+    "The novel's villain is finally defeated in the last chapter.",
+    "Let's grab a coffee after work.",
+    "That joke was so funny I almost died laughing.",
+    "I'm dying of curiosity, tell me what happened!",
 )

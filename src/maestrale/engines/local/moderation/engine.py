@@ -1,7 +1,8 @@
 """The local moderation engine: offensive-language model + PII recognisers + embedding similarity.
 
-For each category the engine computes a raw score from up to three signals, each calibrated on
-the labelled set of the tests (`bench/moderation/calibrate.py` writes `thresholds.json`):
+For each category the engine computes a raw score from up to three signals, weighted and cut by
+a threshold fitted on labelled texts (`bench/moderation/calibrate.py` writes `thresholds.json`;
+the data set, the method and the held-out figures are in docs/guides/moderation.md):
 
 - `similarity`: contrasted similarity to the curated examples of the category (`categories.py`),
   with the embeddings of the catalog model `options.embeddings_model` (multilingual-e5-small);

@@ -3,8 +3,8 @@ and the event history.
 
 Every action first finds the execution in the caller's workspace (another workspace's is not
 found, as an unknown one), calls Temporal, then writes what Temporal then says of the execution
-into the index. The request's engine ends the transaction before each call (DESIGN §3: no
-transaction across a Temporal call).
+into the index. The request's engine ends the transaction before each call (docs/architecture.md §3:
+no transaction across a Temporal call).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ function settingsPanel() {
   return { node, target, system, temperature, maxTokens, topP, tools, stream };
 }
 
-async function loadTargets(select) {
+async function loadTargets(select, defaultModel) {
   const [models, agents] = await Promise.allSettled([
     api('/v1/models'),
     api('/v1/agents?page_size=100'),
@@ -75,8 +75,9 @@ async function loadTargets(select) {
   if (modelGroup.children.length) select.append(modelGroup);
   if (agentGroup.children.length) select.append(agentGroup);
   if (models.status === 'rejected') throw models.reason;
-  const echo = select.querySelector('option[value="model:maestrale-echo"]');
-  if (!select.value && echo) echo.selected = true;
+  // The catalog's best real chat model (the server names it), not the first in the list.
+  const best = defaultModel && select.querySelector(`option[value="model:${CSS.escape(defaultModel)}"]`);
+  if (best) best.selected = true;
   if (!select.options.length) select.append(el('option', { value: '' }, 'No model available'));
 }
 
@@ -344,7 +345,7 @@ export async function render(root, ctx) {
   );
   ctx.title('Playground');
   try {
-    await loadTargets(settings.target);
+    await loadTargets(settings.target, ctx.defaultModel);
   } catch (err) {
     settings.node.append(errorBox(err));
   }
